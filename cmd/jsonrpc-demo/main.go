@@ -1,0 +1,153 @@
+// Command jsonrpc-demo is a JSON-RPC 2.0 server on standard input and
+// output, built on the public API of package jsonrpc alone. It reads
+// newline-delimited requests until the end of its input, writes one
+// response per line, and exits 0 once everything is flushed.
+//
+// Its methods:
+//
+//	subtract      [minuend, subtrahend] or {"minuend": a, "subtrahend": b}: a - b
+//	sum           an array of numbers: their sum
+//	get_data      ["hello", 5]
+//	update, notify_hello, notify_sum
+//	              any params: null
+//	echo          the params exactly as sent, or null when there are none
+//	progress      {"count": n}: n "progress" notifications, then "done"
+//	count         {"n": k}: streams {"index": i} for i = 0..k-1, then k
+//	fail          the error -32001 "custom failure" with data {"reason": "demo"}
+//	internal      a plain Go error, errors.New("boom")
+//	panic         a handler that panics
+//	sleep         {"ms": n}: "slept" after n milliseconds; cancellable
+//
+// Try it:
+//
+//	echo '{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}' | go run ./cmd/jsonrpc-demo
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &jsonrpc.Server{
+		Handler: newMux(),
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	}
+	if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
+		os.Exit(1)
+	}
+}
+
+// subtractParams accepts [minuend, subtrahend] or
+// {"minuend": a, "subtrahend": b}.
+type subtractParams struct {
+	Minuend, Subtrahend float64
+}
+
+func (p *subtractParams) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		var a []float64
+		if err := json.Unmarshal(b, &a); err != nil {
+			return err
+		}
+		if len(a) != 2 {
+			return fmt.Errorf("want [minuend, subtrahend], got %d numbers", len(a))
+		}
+		p.Minuend, p.Subtrahend = a[0], a[1]
+		return nil
+	}
+	var o struct {
+		Minuend    *float64 `json:"minuend"`
+		Subtrahend *float64 `json:"subtrahend"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return err
+	}
+	if o.Minuend == nil || o.Subtrahend == nil {
+		return errors.New(`want {"minuend": a, "subtrahend": b}`)
+	}
+	p.Minuend, p.Subtrahend = *o.Minuend, *o.Subtrahend
+	return nil
+}
+
+func null(context.Context, *jsonrpc.Request) (any, error) { return nil, nil }
+
+func newMux() *jsonrpc.Mux {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("subtract", jsonrpc.Func(func(_ context.Context, p subtractParams) (float64, error) {
+		return p.Minuend - p.Subtrahend, nil
+	}))
+	mux.Handle("sum", jsonrpc.Func(func(_ context.Context, nums []float64) (float64, error) {
+		var s float64
+		for _, n := range nums {
+			s += n
+		}
+		return s, nil
+	}))
+	mux.HandleFunc("get_data", func(context.Context, *jsonrpc.Request) (any, error) {
+		return []any{"hello", 5}, nil
+	})
+	mux.HandleFunc("update", null)
+	mux.HandleFunc("notify_hello", null)
+	mux.HandleFunc("notify_sum", null)
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p struct {
+		Count int `json:"count"`
+	}) (string, error) {
+		for i := 1; i <= p.Count; i++ {
+			err := jsonrpc.Notify(ctx, "progress", map[string]int{"done": i, "total": p.Count})
+			if err != nil {
+				return "", err
+			}
+		}
+		return "done", nil
+	}))
+	mux.Handle("count", jsonrpc.Stream(func(ctx context.Context, p struct {
+		N int `json:"n"`
+	}) iter.Seq2[map[string]int, error] {
+		return func(yield func(map[string]int, error) bool) {
+			for i := range p.N {
+				if !yield(map[string]int{"index": i}, nil) {
+					return
+				}
+			}
+		}
+	}))
+	mux.HandleFunc("fail", func(context.Context, *jsonrpc.Request) (any, error) {
+		return nil, jsonrpc.NewError(-32001, "custom failure").WithData(map[string]string{"reason": "demo"})
+	})
+	mux.HandleFunc("internal", func(context.Context, *jsonrpc.Request) (any, error) {
+		return nil, errors.New("boom")
+	})
+	mux.HandleFunc("panic", func(context.Context, *jsonrpc.Request) (any, error) {
+		panic("demo panic")
+	})
+	mux.Handle("sleep", jsonrpc.Func(func(ctx context.Context, p struct {
+		MS int `json:"ms"`
+	}) (string, error) {
+		t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return "slept", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}))
+	return mux
+}

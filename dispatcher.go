@@ -1,0 +1,240 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// A Mux is a Handler that dispatches each request to the handler
+// registered for its method, in the spirit of http.ServeMux. A method with
+// no handler is answered with [ErrMethodNotFound].
+//
+// The zero Mux is empty and ready to use. A Mux is safe for concurrent
+// use: methods may be registered while it serves.
+type Mux struct {
+	mu       sync.RWMutex
+	handlers map[string]Handler
+}
+
+var _ Handler = (*Mux)(nil)
+
+// NewMux returns a new, empty Mux.
+func NewMux() *Mux { return new(Mux) }
+
+// Handle registers h for method. It panics if method is empty or starts
+// with "rpc." (which the specification reserves), if h is nil, or if
+// method already has a handler: each is a programming error.
+func (m *Mux) Handle(method string, h Handler) {
+	switch {
+	case method == "":
+		panic("jsonrpc: Mux.Handle: empty method name")
+	case strings.HasPrefix(method, "rpc."):
+		panic("jsonrpc: Mux.Handle: method names starting with \"rpc.\" are reserved: " + method)
+	case h == nil:
+		panic("jsonrpc: Mux.Handle: nil handler for " + method)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.handlers[method]; dup {
+		panic("jsonrpc: Mux.Handle: method registered twice: " + method)
+	}
+	if m.handlers == nil {
+		m.handlers = make(map[string]Handler)
+	}
+	m.handlers[method] = h
+}
+
+// HandleFunc registers the function f for method, as Handle does.
+func (m *Mux) HandleFunc(method string, f func(ctx context.Context, req *Request) (any, error)) {
+	if f == nil {
+		panic("jsonrpc: Mux.HandleFunc: nil handler for " + method)
+	}
+	m.Handle(method, HandlerFunc(f))
+}
+
+// Handler returns the handler registered for method, or nil.
+func (m *Mux) Handler(method string) Handler {
+	if m == nil {
+		return nil
+	}
+	m.mu.RLock()
+	h := m.handlers[method]
+	m.mu.RUnlock()
+	return h
+}
+
+// ServeJSONRPC calls the handler registered for req.Method, and returns
+// [ErrMethodNotFound] if there is none. A nil *Mux has no methods.
+func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
+	h := m.Handler(req.Method)
+	if h == nil {
+		return nil, ErrMethodNotFound
+	}
+	return h.ServeJSONRPC(ctx, req)
+}
+
+// Func adapts a typed function to a Handler. The request's params are
+// decoded into a zero P with encoding/json: an object into a struct or a
+// map, an array into a slice or an array type; absent params leave P zero.
+// A decode failure is answered with CodeInvalidParams and a message that
+// says what was wrong. The R that fn returns is encoded with encoding/json,
+// except that a json.RawMessage is sent as it is.
+func Func[P, R any](fn func(ctx context.Context, params P) (R, error)) Handler {
+	return HandlerFunc(func(ctx context.Context, req *Request) (any, error) {
+		var p P
+		if err := decodeParams(req.Params, &p); err != nil {
+			return nil, err
+		}
+		r, err := fn(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	})
+}
+
+// decodeParams decodes params into p, or returns an Invalid params error.
+func decodeParams(params json.RawMessage, p any) error {
+	if len(params) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(params, p); err != nil {
+		return Errorf(CodeInvalidParams, "Invalid params: %s", describeDecodeError(err, p))
+	}
+	return nil
+}
+
+// describeDecodeError says in a sentence what was wrong with the params.
+func describeDecodeError(err error, p any) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := te.Type.String()
+		if te.Field != "" {
+			return "field \"" + te.Field + "\" must be " + want + ", not a JSON " + te.Value
+		}
+		return "want " + describeType(reflect.TypeOf(p).Elem()) + ", not a JSON " + te.Value
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func describeType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object (" + t.String() + ")"
+	case reflect.Slice, reflect.Array:
+		return "an array (" + t.String() + ")"
+	}
+	return t.String()
+}
+
+// Stream adapts a function that produces a sequence of items to a Handler.
+//
+// Served on a connection, each item goes out as a notification
+// {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}} where X is
+// the request's id, in order, each written before the next is produced
+// (natural backpressure); then comes the one response to the request,
+// whose result is the number of items. A pair with a non-nil error ends
+// the stream, and the error becomes the call's error response. When the
+// request is cancelled or a write fails, yield returns false and the
+// producer must stop. A notification to a stream method runs the producer
+// but sends no items.
+//
+// Dispatched in process with [Items], the items reach the caller directly.
+func Stream[P, T any](fn func(ctx context.Context, params P) iter.Seq2[T, error]) Handler {
+	return HandlerFunc(func(ctx context.Context, req *Request) (any, error) {
+		var p P
+		if err := decodeParams(req.Params, &p); err != nil {
+			return nil, err
+		}
+		s, _ := ctx.Value(senderKey{}).(sender)
+		n := 0
+		var failed error
+		for v, err := range fn(ctx, p) {
+			if err != nil {
+				failed = err
+				break
+			}
+			if s != nil {
+				if err := s.emit(v); err != nil {
+					failed = err
+					break
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				failed = err
+				break
+			}
+			n++
+		}
+		if failed != nil {
+			return nil, failed
+		}
+		return n, nil
+	})
+}
+
+// Items dispatches req to h in process and returns its stream items in
+// order: a handler made by [Stream] yields each item it produces, and then
+// the sequence ends; if the handler fails, the last pair carries its error.
+// A handler that is not a stream yields nothing, or only its error.
+// Notifications that the handler sends with [Notify] are dropped.
+//
+// The sequence is single-use. Stopping the range early cancels the
+// handler's context.
+func Items(ctx context.Context, h Handler, req *Request) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ls := &localSender{yield: yield, cancel: cancel}
+		_, err := h.ServeJSONRPC(context.WithValue(ctx, senderKey{}, sender(ls)), req)
+		if err != nil && !ls.stopped {
+			yield(nil, err)
+		}
+	}
+}
+
+// localSender delivers stream items to an in-process caller.
+type localSender struct {
+	yield   func(json.RawMessage, error) bool
+	cancel  context.CancelFunc
+	stopped bool
+}
+
+func (ls *localSender) notify(string, any) error { return nil }
+
+func (ls *localSender) emit(item any) error {
+	if ls.stopped {
+		return context.Canceled
+	}
+	raw, err := encodeValue(item)
+	if err != nil {
+		return err
+	}
+	if !ls.yield(json.RawMessage(raw), nil) {
+		ls.stopped = true
+		ls.cancel()
+		return context.Canceled
+	}
+	return nil
+}
+
+// Notify sends a notification on the connection that the handler whose
+// context is ctx serves. It returns once the notification is buffered for
+// writing, and every notification a handler sends before it returns is
+// written before its response. params must encode as a JSON object or
+// array, or be nil.
+//
+// It returns [ErrNoConnection] if ctx does not come from a handler served
+// on a connection.
+func Notify(ctx context.Context, method string, params any) error {
+	s, ok := ctx.Value(senderKey{}).(sender)
+	if !ok {
+		return ErrNoConnection
+	}
+	return s.notify(method, params)
+}

@@ -1,0 +1,190 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Code is a JSON-RPC 2.0 error code.
+//
+// The specification reserves -32768 to -32000 for predefined errors. Of
+// those, -32000 to -32099 are left to implementations for server errors:
+// an application may use them for its own failures, as the demo server does
+// with -32001. Codes outside the reserved range are free for applications.
+type Code int
+
+// The error codes defined by the JSON-RPC 2.0 specification, and the code
+// this package uses for a cancelled request.
+const (
+	// CodeParseError means the message was not valid JSON.
+	CodeParseError Code = -32700
+	// CodeInvalidRequest means the JSON sent is not a valid Request object.
+	CodeInvalidRequest Code = -32600
+	// CodeMethodNotFound means the method does not exist or is not available.
+	CodeMethodNotFound Code = -32601
+	// CodeInvalidParams means the method parameters are invalid.
+	CodeInvalidParams Code = -32602
+	// CodeInternalError means an internal JSON-RPC error.
+	CodeInternalError Code = -32603
+	// CodeRequestCancelled means the request was cancelled by the caller
+	// (through "$/cancelRequest") before it completed. It is the value the
+	// Language Server Protocol uses.
+	CodeRequestCancelled Code = -32800
+
+	// CodeServerErrorMin and CodeServerErrorMax bound the range that the
+	// specification reserves for implementation-defined server errors.
+	CodeServerErrorMin Code = -32099
+	CodeServerErrorMax Code = -32000
+)
+
+// String returns the specification's message for a predefined code, or
+// "error N" for any other.
+func (c Code) String() string {
+	switch c {
+	case CodeParseError:
+		return "Parse error"
+	case CodeInvalidRequest:
+		return "Invalid Request"
+	case CodeMethodNotFound:
+		return "Method not found"
+	case CodeInvalidParams:
+		return "Invalid params"
+	case CodeInternalError:
+		return "Internal error"
+	case CodeRequestCancelled:
+		return "Request cancelled"
+	}
+	if c >= CodeServerErrorMin && c <= CodeServerErrorMax {
+		return "Server error " + strconv.Itoa(int(c))
+	}
+	return "error " + strconv.Itoa(int(c))
+}
+
+// Error is a JSON-RPC 2.0 error object. It implements the error interface,
+// so a handler can return it as it is, and a client returns it when the
+// peer answers a call with an error.
+//
+// Two errors match under [errors.Is] when their codes are equal, whatever
+// their messages say: errors.Is(err, jsonrpc.ErrMethodNotFound) holds for
+// any *Error with code -32601, wrapped or not.
+type Error struct {
+	// Code is the error code.
+	Code Code `json:"code"`
+	// Message is a short description of the error.
+	Message string `json:"message"`
+	// Data holds additional information as raw JSON; nil when absent.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// NewError returns an error with the given code and message.
+func NewError(code Code, message string) *Error {
+	return &Error{Code: code, Message: message}
+}
+
+// Errorf returns an error with the given code and a message formatted as
+// with fmt.Sprintf.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithData returns a copy of e whose Data is the JSON encoding of data.
+// It panics if data cannot be encoded, which is a programming error.
+func (e *Error) WithData(data any) *Error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic("jsonrpc: Error.WithData: " + err.Error())
+	}
+	c := *e
+	c.Data = b
+	return &c
+}
+
+// Error returns "jsonrpc: code N: message".
+func (e *Error) Error() string {
+	return "jsonrpc: code " + strconv.Itoa(int(e.Code)) + ": " + e.Message
+}
+
+// Is reports whether target is an *Error with the same code as e.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t != nil && t.Code == e.Code
+}
+
+// Sentinel errors for the predefined codes, for use with [errors.Is].
+// Handlers may also return them as they are.
+var (
+	ErrParse            = &Error{Code: CodeParseError, Message: "Parse error"}
+	ErrInvalidRequest   = &Error{Code: CodeInvalidRequest, Message: "Invalid Request"}
+	ErrMethodNotFound   = &Error{Code: CodeMethodNotFound, Message: "Method not found"}
+	ErrInvalidParams    = &Error{Code: CodeInvalidParams, Message: "Invalid params"}
+	ErrInternal         = &Error{Code: CodeInternalError, Message: "Internal error"}
+	ErrRequestCancelled = &Error{Code: CodeRequestCancelled, Message: "Request cancelled"}
+)
+
+// ErrClosed is returned by the operations of a [Client] or [Server] that
+// has been closed, or whose connection has ended. Errors that wrap it also
+// wrap the cause where there is one, such as io.EOF or a read error.
+var ErrClosed = errors.New("jsonrpc: closed")
+
+// ErrServerClosed is returned by [Server.Serve] after a call to
+// [Server.Close] or [Server.Shutdown].
+var ErrServerClosed = errors.New("jsonrpc: server closed")
+
+// ErrNoConnection is returned by [Notify] when its context does not come
+// from a handler that serves a connection.
+var ErrNoConnection = errors.New("jsonrpc: context has no connection")
+
+// closedError wraps ErrClosed together with the reason the connection ended.
+type closedError struct{ cause error }
+
+func (e *closedError) Error() string {
+	if e.cause == nil {
+		return ErrClosed.Error()
+	}
+	return ErrClosed.Error() + ": " + e.cause.Error()
+}
+
+func (e *closedError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrClosed}
+	}
+	return []error{ErrClosed, e.cause}
+}
+
+// toWireError turns an error returned by a handler into the error object
+// sent on the wire. An *Error anywhere in the chain keeps its code; a
+// context cancellation becomes CodeRequestCancelled when cancelled is set;
+// anything else becomes CodeInternalError with the Go type and, unless
+// hideDetail is set, the text of the error in its data.
+func toWireError(err error, cancelled, hideDetail bool) *Error {
+	var e *Error
+	if errors.As(err, &e) && e != nil {
+		return e
+	}
+	if cancelled {
+		return ErrRequestCancelled
+	}
+	return internalError(fmt.Sprintf("%T", err), err.Error(), hideDetail)
+}
+
+// internalError builds a CodeInternalError whose data names the exception
+// and, unless hideDetail is set, its detail.
+func internalError(exception, detail string, hideDetail bool) *Error {
+	data := struct {
+		Exception string `json:"exception"`
+		Detail    string `json:"detail,omitempty"`
+	}{Exception: exception}
+	if !hideDetail {
+		data.Detail = detail
+	}
+	b, _ := json.Marshal(data) // two strings always encode
+	return &Error{Code: CodeInternalError, Message: "Internal error", Data: b}
+}
+
+// isCancel reports whether err is or wraps a context cancellation.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled)
+}

@@ -1,0 +1,3 @@
+module github.com/ndjsonrpc/jsonrpc
+
+go 1.26

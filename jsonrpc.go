@@ -1,0 +1,125 @@
+// Package jsonrpc implements JSON-RPC 2.0 over newline-delimited JSON
+// streams: one message per line, over any io.Reader and io.Writer, such as
+// the standard input and output of a child process, a socket or a pipe.
+//
+// # Overview
+//
+// A [Handler] answers requests. [Mux] dispatches them by method name to
+// handlers registered with [Mux.Handle]; [Func] turns a typed function
+// into a handler, decoding the params into its argument; [Stream] turns a
+// function that produces a sequence into a handler whose items go out as
+// they come. [Server.Serve] (or [Serve]) reads requests from a stream and
+// writes the responses; [Client] calls the other side.
+//
+//	mux := new(jsonrpc.Mux)
+//	mux.Handle("subtract", jsonrpc.Func(func(ctx context.Context, p [2]int) (int, error) {
+//		return p[0] - p[1], nil
+//	}))
+//	err := jsonrpc.Serve(ctx, os.Stdin, os.Stdout, mux)
+//
+// # Wire format
+//
+// Messages follow the JSON-RPC 2.0 specification exactly. A request whose
+// id is absent is a notification and is never answered, not even with an
+// error; "id": null is a request like any other, answered with "id": null.
+// Ids are kept as the JSON text they arrived with and written back byte for
+// byte. Decoding is strict: "jsonrpc" must be "2.0", member names are
+// case-sensitive, a member that appears twice makes the request invalid,
+// and unknown members are ignored. A line that is not valid JSON (strings
+// must be valid UTF-8) gets a Parse error (-32700) with a null id; valid
+// JSON that is not a valid request gets an Invalid Request error (-32600),
+// which echoes the request's id when that id is itself valid.
+//
+// Batches are supported: an array of requests gets an array of responses,
+// one per request that is not a notification, in the order of the
+// requests; a batch of notifications only gets no output at all, and an
+// empty array gets a single Invalid Request error.
+//
+// # Framing
+//
+// Each message is one line ended by "\n". A trailing "\r" and blank lines
+// are tolerated. Lines may be of any length up to a configurable maximum
+// ([DefaultMaxMessageSize] by default); a longer line is discarded as it
+// is read, without being held in memory, answered with an Invalid Request
+// error, and reading goes on at the next line. [LineReader] and
+// [LineWriter] expose the framing on its own.
+//
+// # Errors
+//
+// An [Error] is the wire error object, and implements error. A handler
+// that returns an *Error, or an error wrapping one, sends it as it is. Any
+// other error becomes -32603 "Internal error" with data
+// {"exception": "<Go type>", "detail": "<text>"}; [Server.HideErrorDetail]
+// withholds the detail. A handler that panics gets -32603 too, the panic
+// is logged with its stack, and the server keeps serving. Errors match
+// under [errors.Is] by code: errors.Is(err, ErrMethodNotFound) holds for
+// any *Error with code -32601.
+//
+// # Concurrency
+//
+// A server runs requests concurrently, up to [Server.MaxInFlight] at a
+// time on each connection, so responses to separate lines may come in any
+// order; the client matches them by id. A handler starts on the reading
+// goroutine; if it runs for more than about a millisecond, reading moves
+// to a fresh goroutine, so a slow handler never stops reading and a cancel
+// can always arrive.
+//
+// # Cancellation
+//
+// The notification {"jsonrpc":"2.0","method":"$/cancelRequest",
+// "params":{"id":X}} cancels the context of request X. A handler that
+// returns an error because of that is answered with
+// [CodeRequestCancelled] (-32800); a request still waiting for a slot when
+// its cancel arrives never runs and is answered with -32800 at once. A
+// handler's context also ends when the handler returns and when the
+// connection stops.
+//
+// # Shutdown
+//
+// Serve returns nil at the end of its input, once the handlers in flight
+// have returned and their responses are written. [Server.Shutdown] stops
+// reading and waits for the work in flight; [Server.Close] also cancels
+// the handlers' contexts. Neither waits longer than [Server.CancelGrace]
+// for a handler that ignores its context.
+//
+// # Streaming
+//
+// A handler made by [Stream] sends each item as the notification
+// {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}}, where X
+// is the id of the request, and then the one response to the request,
+// whose result is the number of items. Any handler can send notifications
+// of its own, such as progress, with [Notify]; every notification a
+// handler sends before it returns is written before its response.
+package jsonrpc
+
+import "context"
+
+// Version is the JSON-RPC version this package speaks.
+const Version = "2.0"
+
+// A Handler answers JSON-RPC requests.
+//
+// ServeJSONRPC returns the result of req, or an error. Returning means the
+// request is finished: the result is encoded and sent (a nil result is
+// sent as null), and an error is sent as described in the package
+// documentation. For a notification, the result is dropped and an error
+// is only logged. A panic is recovered and answered with an Internal
+// error.
+//
+// The context is cancelled when ServeJSONRPC returns, when the peer
+// cancels the request, and when the connection stops. req and its Params
+// must not be kept after ServeJSONRPC returns.
+type Handler interface {
+	ServeJSONRPC(ctx context.Context, req *Request) (result any, err error)
+}
+
+// HandlerFunc is an adapter to allow the use of ordinary functions as
+// handlers.
+type HandlerFunc func(ctx context.Context, req *Request) (any, error)
+
+// ServeJSONRPC calls f(ctx, req).
+func (f HandlerFunc) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
+	return f(ctx, req)
+}
+
+var _ Handler = HandlerFunc(nil)

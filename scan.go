@@ -1,0 +1,526 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// This file holds the single-pass scanner behind every message the package
+// reads. It validates the whole line as JSON (RFC 8259, with strings held
+// to valid UTF-8) and, in the same pass, records where the members of the
+// JSON-RPC envelope lie, as sub-slices of the line. Nothing is copied and
+// nothing is decoded until a handler asks for it.
+//
+// The scanner is iterative: nesting depth costs one bit of stack per level,
+// never a Go stack frame, so deeply nested input cannot exhaust the stack.
+
+// envelope holds the raw members of one JSON object read from the wire.
+// Each field is the member's value exactly as it appeared (nil if absent).
+type envelope struct {
+	version []byte // "jsonrpc"
+	method  []byte // "method", including quotes
+	params  []byte
+	id      []byte
+	result  []byte
+	err     []byte // "error"
+	dup     bool   // a known member appeared twice
+	object  bool   // the value was a JSON object
+}
+
+func (e *envelope) reset() { *e = envelope{} }
+
+// isSpace reports whether c is JSON whitespace.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// scanString validates the string that starts at b[i] (which must be '"')
+// and returns the index just past its closing quote, whether it contains
+// escapes, and ok=false if it is not a valid JSON string.
+func scanString(b []byte, i int) (end int, escaped, ok bool) {
+	i++ // opening quote
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, escaped, true
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return 0, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return 0, false, false
+					}
+				}
+				i += 6
+			default:
+				return 0, false, false
+			}
+		case c < 0x20:
+			return 0, false, false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, false
+			}
+			i += size
+		}
+	}
+	return 0, false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// scanNumber validates the number that starts at b[i].
+func scanNumber(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, true
+}
+
+// bitStack records, for each open container, whether it is an object.
+// The first 256 levels live in the struct; deeper input spills to the heap.
+type bitStack struct {
+	depth int
+	low   [4]uint64
+	high  []uint64
+}
+
+func (s *bitStack) push(object bool) {
+	d := s.depth
+	s.depth++
+	var w *uint64
+	if d < 256 {
+		w = &s.low[d/64]
+	} else {
+		k := (d - 256) / 64
+		if k == len(s.high) {
+			s.high = append(s.high, 0)
+		}
+		w = &s.high[k]
+	}
+	bit := uint64(1) << (d % 64)
+	if object {
+		*w |= bit
+	} else {
+		*w &^= bit
+	}
+}
+
+func (s *bitStack) top() (object bool) {
+	d := s.depth - 1
+	if d < 256 {
+		return s.low[d/64]&(1<<(d%64)) != 0
+	}
+	return s.high[(d-256)/64]&(1<<(d%64)) != 0
+}
+
+// scanValue validates the JSON value that starts at b[i], which must not be
+// whitespace, and returns the index just past it.
+func scanValue(b []byte, i int) (int, bool) {
+	// Fast paths for the scalars that make up most ids and params.
+	if i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			end, _, ok := scanString(b, i)
+			return end, ok
+		case c == '-' || isDigit(c):
+			return scanNumber(b, i)
+		}
+	}
+	var st bitStack
+	for {
+		// A value is expected at b[i].
+		if i >= len(b) {
+			return 0, false
+		}
+		ok := true
+		switch c := b[i]; c {
+		case '{':
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			st.push(true)
+			if i, ok = scanKey(b, i); !ok {
+				return 0, false
+			}
+			continue
+		case '[':
+			i = skipSpace(b, i+1)
+			if i < len(b) && b[i] == ']' {
+				i++
+				break
+			}
+			st.push(false)
+			continue
+		case '"':
+			i, _, ok = scanString(b, i)
+		case 't':
+			i, ok = scanLiteral(b, i, "true")
+		case 'f':
+			i, ok = scanLiteral(b, i, "false")
+		case 'n':
+			i, ok = scanLiteral(b, i, "null")
+		default:
+			i, ok = scanNumber(b, i)
+		}
+		if !ok {
+			return 0, false
+		}
+		// A value has ended: close containers as far as possible.
+		for {
+			if st.depth == 0 {
+				return i, true
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			if st.top() {
+				switch b[i] {
+				case ',':
+					if i, ok = scanKey(b, skipSpace(b, i+1)); !ok {
+						return 0, false
+					}
+				case '}':
+					i++
+					st.depth--
+					continue
+				default:
+					return 0, false
+				}
+			} else {
+				switch b[i] {
+				case ',':
+					i = skipSpace(b, i+1)
+				case ']':
+					i++
+					st.depth--
+					continue
+				default:
+					return 0, false
+				}
+			}
+			break
+		}
+	}
+}
+
+// scanKey validates an object key and its colon at b[i] and returns the
+// index of the member's value, past any whitespace.
+func scanKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	i, _, ok := scanString(b, i)
+	if !ok {
+		return 0, false
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return 0, false
+	}
+	return skipSpace(b, i+1), true
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return 0, false
+}
+
+// validJSON reports whether b holds exactly one JSON value, with optional
+// whitespace around it, and every string in it is valid UTF-8.
+func validJSON(b []byte) bool {
+	i := skipSpace(b, 0)
+	end, ok := scanValue(b, i)
+	return ok && skipSpace(b, end) == len(b)
+}
+
+// scanObject scans the object that starts at b[i] (which must be '{') into
+// e, recording the envelope's members, and returns the index past it.
+func scanObject(b []byte, i int, e *envelope) (int, bool) {
+	e.object = true
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		kstart := i
+		kend, escaped, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		vstart := skipSpace(b, i+1)
+		vend, ok := scanValue(b, vstart)
+		if !ok {
+			return 0, false
+		}
+		name := b[kstart+1 : kend-1]
+		if escaped {
+			name = unescapeKey(b[kstart:kend])
+		}
+		if slot := e.member(name); slot != nil {
+			if *slot != nil {
+				e.dup = true
+			}
+			*slot = b[vstart:vend]
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// member returns the field of e that holds the member called name, or nil
+// for a member the envelope ignores. Names are case-sensitive.
+func (e *envelope) member(name []byte) *[]byte {
+	switch len(name) {
+	case 2:
+		if string(name) == "id" {
+			return &e.id
+		}
+	case 5:
+		if string(name) == "error" {
+			return &e.err
+		}
+	case 6:
+		switch string(name) {
+		case "method":
+			return &e.method
+		case "params":
+			return &e.params
+		case "result":
+			return &e.result
+		}
+	case 7:
+		if string(name) == "jsonrpc" {
+			return &e.version
+		}
+	}
+	return nil
+}
+
+// unescapeKey decodes a valid JSON string that contains escapes.
+func unescapeKey(quoted []byte) []byte {
+	var s string
+	if json.Unmarshal(quoted, &s) != nil {
+		return nil
+	}
+	return []byte(s)
+}
+
+// lineKind says what a scanned line holds.
+type lineKind int
+
+const (
+	lineInvalidJSON lineKind = iota // not a single valid JSON value: -32700
+	lineObject                      // one object, scanned into an envelope
+	lineBatch                       // a non-empty array, its elements scanned
+	lineEmptyBatch                  // []
+	lineOther                       // valid JSON, but neither object nor array
+)
+
+// scanLine validates line and scans it. For lineObject, one is filled. For
+// lineBatch, batch is reused and extended with one envelope per element (an
+// element that is not an object has object=false); it is returned.
+func scanLine(line []byte, one *envelope, batch []envelope) (lineKind, []envelope) {
+	i := skipSpace(line, 0)
+	if i >= len(line) {
+		return lineInvalidJSON, batch
+	}
+	switch line[i] {
+	case '{':
+		one.reset()
+		end, ok := scanObject(line, i, one)
+		if !ok || skipSpace(line, end) != len(line) {
+			return lineInvalidJSON, batch
+		}
+		return lineObject, batch
+	case '[':
+		batch = batch[:0]
+		i = skipSpace(line, i+1)
+		if i < len(line) && line[i] == ']' {
+			if skipSpace(line, i+1) != len(line) {
+				return lineInvalidJSON, batch
+			}
+			return lineEmptyBatch, batch
+		}
+		for {
+			batch = append(batch, envelope{})
+			e := &batch[len(batch)-1]
+			var end int
+			var ok bool
+			if i < len(line) && line[i] == '{' {
+				end, ok = scanObject(line, i, e)
+			} else {
+				end, ok = scanValue(line, i)
+			}
+			if !ok {
+				return lineInvalidJSON, batch
+			}
+			i = skipSpace(line, end)
+			if i >= len(line) {
+				return lineInvalidJSON, batch
+			}
+			if line[i] == ']' {
+				if skipSpace(line, i+1) != len(line) {
+					return lineInvalidJSON, batch
+				}
+				return lineBatch, batch
+			}
+			if line[i] != ',' {
+				return lineInvalidJSON, batch
+			}
+			i = skipSpace(line, i+1)
+		}
+	}
+	if validJSON(line) {
+		return lineOther, batch
+	}
+	return lineInvalidJSON, batch
+}
+
+// validID reports whether raw is a valid id: a string, a number or null.
+// raw is a value the scanner has already validated.
+func validID(raw []byte) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	c := raw[0]
+	return c == '"' || c == '-' || isDigit(c) || c == 'n'
+}
+
+// isVersion reports whether raw is the JSON string "2.0".
+func isVersion(raw []byte) bool {
+	if string(raw) == `"2.0"` {
+		return true
+	}
+	if len(raw) == 0 || raw[0] != '"' || bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == Version
+}
+
+// checkRequest reports why e is not a valid Request object, or "" if it is.
+func (e *envelope) checkRequest() string {
+	switch {
+	case !e.object:
+		return "request is not an object"
+	case e.dup:
+		return "member appears more than once"
+	case e.version == nil:
+		return `missing "jsonrpc" member`
+	case !isVersion(e.version):
+		return `"jsonrpc" must be exactly "2.0"`
+	case e.method == nil:
+		return `missing "method" member`
+	case e.method[0] != '"':
+		return `"method" must be a string`
+	case e.params != nil && e.params[0] != '{' && e.params[0] != '[':
+		return `"params" must be an object or an array`
+	case e.id != nil && !validID(e.id):
+		return `"id" must be a string, a number or null`
+	case e.result != nil || e.err != nil:
+		return `a request cannot carry "result" or "error"`
+	}
+	return ""
+}
+
+// replyID returns the id to echo in an error response to e: its own when
+// that is a valid id, and null otherwise.
+func (e *envelope) replyID() []byte {
+	if e.object && !e.dup && e.id != nil && validID(e.id) {
+		return e.id
+	}
+	return nullID
+}
+
+var nullID = []byte("null")
+
+// methodName returns the decoded method of a valid request. Unescaped
+// names, the common case, come back as a sub-slice without allocating.
+func methodName(raw []byte) []byte {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return inner
+	}
+	return []byte(s)
+}

@@ -1,0 +1,1084 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for the limits of a [Server] whose fields are zero.
+const (
+	// DefaultMaxInFlight is the number of handlers that may run at once on
+	// one connection, and also the number of requests that may wait for a
+	// free slot before the server stops reading.
+	DefaultMaxInFlight = 64
+	// DefaultMaxBatch is the largest batch a server accepts.
+	DefaultMaxBatch = 10000
+	// DefaultCancelGrace is how long Serve waits, once it has been told to
+	// stop, for handlers to return.
+	DefaultCancelGrace = 5 * time.Second
+)
+
+// handoffDelay is how long a handler may run on the reading goroutine
+// before reading moves to a fresh goroutine.
+const handoffDelay = time.Millisecond
+
+// CancelMethod is the notification that cancels a request in flight:
+// {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}.
+const CancelMethod = "$/cancelRequest"
+
+// StreamMethod is the notification that carries one item of a streaming
+// handler: {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}},
+// where X is the id of the request the item belongs to.
+const StreamMethod = "$/stream"
+
+// A Server serves JSON-RPC 2.0 over newline-delimited streams. Its fields
+// configure it and must not change once Serve has been called.
+//
+// The zero Server is valid: it answers every call with "Method not found".
+// One Server may serve many connections at once, each with its own call to
+// Serve.
+type Server struct {
+	// Handler answers requests; nil answers every call with
+	// [ErrMethodNotFound].
+	Handler Handler
+
+	// Logger receives handler panics (at Error, with the stack), failed
+	// notifications (at Debug) and dropped messages (at Debug). Nil
+	// discards.
+	Logger *slog.Logger
+
+	// MaxMessageSize is the largest message read, in bytes; zero means
+	// [DefaultMaxMessageSize]. A longer line is discarded as it is read
+	// and answered with an Invalid Request error with a null id.
+	MaxMessageSize int
+
+	// MaxBatch is the largest batch accepted; zero means
+	// [DefaultMaxBatch]. A longer batch is answered with one Invalid
+	// Request error with a null id.
+	MaxBatch int
+
+	// MaxInFlight bounds the handlers that run at once on a connection;
+	// zero means [DefaultMaxInFlight]. When every slot is taken, up to
+	// MaxInFlight more requests wait their turn while reading goes on (so
+	// a cancel still arrives); past that, the reader waits too.
+	MaxInFlight int
+
+	// HideErrorDetail withholds the "detail" (the error text) from the
+	// Internal error that a plain Go error or a panic becomes, for
+	// endpoints that face untrusted peers. The "exception" still names
+	// the Go type.
+	HideErrorDetail bool
+
+	// CancelGrace is how long Serve waits, after Close or the
+	// cancellation of its context, for handlers to return; zero means
+	// [DefaultCancelGrace]. A handler still running then is abandoned: it
+	// keeps its goroutine, but its response is dropped.
+	CancelGrace time.Duration
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	closed   bool
+	shutdown chan struct{} // closed by Shutdown
+}
+
+// Serve reads requests from r and writes responses to w until the input
+// ends, then waits for the handlers in flight, flushes w and returns nil.
+// See [Server.Serve].
+func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
+	s := &Server{Handler: h}
+	return s.Serve(ctx, r, w)
+}
+
+// Serve reads newline-delimited requests from r and writes the responses
+// to w, one per line, until r ends.
+//
+// Requests run concurrently, up to MaxInFlight at a time, so responses may
+// come in any order; every request is answered exactly once and no
+// notification is ever answered. A line that is not JSON is answered with
+// a Parse error with a null id, and reading goes on at the next line.
+//
+// At the end of the input Serve waits for the handlers in flight, flushes
+// w and returns nil. A read error other than io.EOF ends it the same way
+// but returns that error. A write error ends it with that error. When ctx
+// is cancelled Serve stops reading, cancels the handlers' contexts, waits
+// up to CancelGrace for them, and returns ctx.Err(); after [Server.Close]
+// or [Server.Shutdown] it returns [ErrServerClosed].
+//
+// A blocked Read cannot be interrupted: when told to stop, Serve closes r
+// if it is an io.Closer, and w too if a write is still blocked when the
+// grace period ends. Otherwise the goroutine in Read ends when Read
+// returns, after Serve has.
+func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	c := newConn(s, ctx, r, w)
+	if !s.track(c) {
+		return ErrServerClosed
+	}
+	defer s.untrack(c)
+	return c.serve(ctx)
+}
+
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = make(map[*conn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// live returns the connections being served, and marks the server closed.
+func (s *Server) closeAll() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	cs := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// Close stops every connection at once: reading stops, the contexts of the
+// handlers in flight are cancelled, and each Serve returns
+// [ErrServerClosed] once its handlers have returned or its CancelGrace has
+// passed. Later calls to Serve return ErrServerClosed at once. Close is
+// idempotent and safe to call from any goroutine.
+func (s *Server) Close() error {
+	for _, c := range s.closeAll() {
+		c.abort(ErrServerClosed)
+	}
+	return nil
+}
+
+// Shutdown stops reading on every connection, lets the requests already
+// read finish and their responses be written, and returns when all of that
+// is done, or returns ctx.Err() if ctx ends first (the caller may then call
+// Close). Each Serve returns [ErrServerClosed]. Calling Shutdown from inside
+// a handler deadlocks.
+func (s *Server) Shutdown(ctx context.Context) error {
+	cs := s.closeAll()
+	for _, c := range cs {
+		c.stopReading(ErrServerClosed)
+	}
+	for _, c := range cs {
+		select {
+		case <-c.finished:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// conn is one connection being served.
+type conn struct {
+	handler    Handler
+	log        *slog.Logger
+	in         *LineReader
+	out        *LineWriter
+	r, w       any // the caller's reader and writer, closed on abort
+	maxBatch   int
+	maxFlight  int
+	hideDetail bool
+	grace      time.Duration
+
+	ctx    context.Context // parent of every handler's context
+	cancel context.CancelCauseFunc
+
+	reader atomic.Pointer[readState] // the current reading role
+
+	mu       sync.Mutex
+	cond     sync.Cond // running or queue changed, or stopping
+	running  int       // goroutines running handlers
+	queue    []*unit
+	active   map[string][]*call // calls that a cancel may reach
+	endErr   error              // why the connection ends
+	live     int                // goroutines of ours still running
+	finished chan struct{}      // closed when live drops to zero
+
+	abortOnce sync.Once
+	aborted   chan struct{} // closed by abort
+	stopping  atomic.Bool   // no more lines are to be read
+	reading   atomic.Bool   // the reader is in Read
+	parked    atomic.Bool   // the watchdog waits for wake
+	wake      chan struct{}
+}
+
+func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
+	c := &conn{
+		handler:    s.Handler,
+		log:        s.Logger,
+		in:         NewLineReader(r, s.MaxMessageSize),
+		out:        NewLineWriter(w),
+		r:          r,
+		w:          w,
+		maxBatch:   s.MaxBatch,
+		maxFlight:  s.MaxInFlight,
+		hideDetail: s.HideErrorDetail,
+		grace:      s.CancelGrace,
+		finished:   make(chan struct{}),
+		aborted:    make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+	}
+	if c.handler == nil {
+		c.handler = (*Mux)(nil)
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.maxBatch <= 0 {
+		c.maxBatch = DefaultMaxBatch
+	}
+	if c.maxFlight <= 0 {
+		c.maxFlight = DefaultMaxInFlight
+	}
+	if c.grace <= 0 {
+		c.grace = DefaultCancelGrace
+	}
+	c.cond.L = &c.mu
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	c.in.beforeRead = c.beforeRead
+	return c
+}
+
+func (c *conn) serve(ctx context.Context) error {
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		c.watchdog()
+	}()
+	c.live = 1
+	go c.readLoop(newReadState(), false)
+
+	select {
+	case <-c.finished:
+	case <-ctx.Done():
+		c.abort(context.Cause(ctx))
+	case <-c.aborted:
+	}
+	select {
+	case <-c.finished:
+	case <-time.After(c.grace):
+		// Abandon what is still running; unblock a stuck writer.
+		if wc, ok := c.w.(io.Closer); ok {
+			_ = wc.Close()
+		}
+	}
+	_ = c.out.Flush()
+	c.cancel(context.Canceled)
+	<-watchdogDone
+
+	c.mu.Lock()
+	err := c.endErr
+	c.mu.Unlock()
+	if err == nil {
+		err = c.out.Err()
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	if errors.Is(err, ErrServerClosed) {
+		return ErrServerClosed
+	}
+	return err
+}
+
+// enter and exit count the goroutines of the connection; the last to exit
+// closes finished.
+func (c *conn) enter() {
+	c.mu.Lock()
+	c.live++
+	c.mu.Unlock()
+}
+
+func (c *conn) exit() {
+	c.mu.Lock()
+	c.live--
+	if c.live == 0 {
+		close(c.finished)
+	}
+	c.mu.Unlock()
+}
+
+// stopReading ends reading with cause (the first cause is kept), closing
+// the reader so that a pending Read returns.
+func (c *conn) stopReading(cause error) {
+	c.mu.Lock()
+	if c.endErr == nil {
+		c.endErr = cause
+	}
+	c.stopping.Store(true)
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	if _, ok := c.r.(io.Closer); ok {
+		_ = c.in.Close()
+	}
+}
+
+// abort stops the connection at once: reading stops, queued requests are
+// dropped, and every handler's context is cancelled.
+func (c *conn) abort(cause error) {
+	c.abortOnce.Do(func() {
+		c.stopReading(cause)
+		c.mu.Lock()
+		c.queue = nil
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		c.cancel(cause)
+		c.out.fail(&closedError{cause: cause})
+		close(c.aborted)
+	})
+}
+
+// beforeRead runs when the reader is about to block in Read: it flushes
+// the responses gathered so far.
+func (c *conn) beforeRead() {
+	if err := c.out.Flush(); err != nil {
+		c.abort(err)
+	}
+}
+
+// readState is what the reading role owns; it passes to a new goroutine,
+// fresh, when a handler holds the reader up for too long.
+type readState struct {
+	// state is seq<<2 | busy | handedOff, where seq counts the units run
+	// inline.
+	state   atomic.Uint64
+	current atomic.Pointer[call] // the call running inline
+
+	env    envelope
+	batch  []envelope
+	unit   unit
+	slab   []call
+	arena  arena
+	names  map[string]string
+	buf    []byte // scratch for batch responses
+	cancel envelope
+}
+
+const (
+	stateBusy      = 1
+	stateHandedOff = 2
+)
+
+func newReadState() *readState {
+	return &readState{names: make(map[string]string)}
+}
+
+func (rs *readState) newCall(c *conn) *call {
+	if len(rs.slab) == 0 {
+		rs.slab = make([]call, 32)
+	}
+	cl := &rs.slab[0]
+	rs.slab = rs.slab[1:]
+	cl.conn = c
+	return cl
+}
+
+// intern returns the method name as a string, without allocating for the
+// names it has seen before.
+func (rs *readState) intern(b []byte) string {
+	if s, ok := rs.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(rs.names) < 1024 {
+		rs.names[s] = s
+	}
+	return s
+}
+
+// readLoop is the reading role. It runs each unit inline, and returns when
+// the input ends or when a handler ran too long and the role passed to
+// another goroutine.
+func (c *conn) readLoop(rs *readState, detach bool) {
+	defer c.exit()
+	c.reader.Store(rs)
+	if detach {
+		c.in.detach()
+	}
+	for {
+		if c.stopping.Load() {
+			if err := c.out.Flush(); err != nil {
+				c.abort(err)
+			}
+			return
+		}
+		line, err := c.in.ReadMessage()
+		if err != nil {
+			if errors.Is(err, ErrMessageTooLarge) {
+				c.writeError(nullID, limitError("message too large", c.in.max), false)
+				continue
+			}
+			c.stopReading(err)
+			if err := c.out.Flush(); err != nil {
+				c.abort(err)
+			}
+			return
+		}
+		if !c.handleLine(rs, line) {
+			return
+		}
+	}
+}
+
+// handleLine answers or runs one line. It reports whether this goroutine
+// still holds the reading role.
+func (c *conn) handleLine(rs *readState, line []byte) bool {
+	kind, batch := scanLine(line, &rs.env, rs.batch)
+	rs.batch = batch
+	switch kind {
+	case lineInvalidJSON:
+		c.writeError(nullID, ErrParse, false)
+		return true
+	case lineOther:
+		c.writeError(nullID, ErrInvalidRequest, false)
+		return true
+	case lineEmptyBatch:
+		c.writeError(nullID, ErrInvalidRequest, false)
+		return true
+	case lineBatch:
+		if len(batch) > c.maxBatch {
+			c.writeError(nullID, limitError("batch too long", c.maxBatch), false)
+			return true
+		}
+	case lineObject:
+		if rs.env.isCancel() {
+			c.cancelFrom(rs, rs.env.params)
+			return true
+		}
+	}
+
+	c.mu.Lock()
+	if c.running >= c.maxFlight {
+		c.mu.Unlock()
+		c.enqueue(rs, line)
+		return true
+	}
+	c.running++
+	c.mu.Unlock()
+
+	u := &rs.unit
+	c.buildUnit(rs, u, kind, false)
+	if u.empty() {
+		c.releaseSlot()
+		return true
+	}
+	// current is set before busy, so that a handoff never sees a call of
+	// an earlier unit.
+	rs.current.Store(u.calls[0])
+	seq := rs.state.Load()>>2 + 1
+	rs.state.Store(seq<<2 | stateBusy)
+	c.runUnit(u, rs)
+	if rs.state.CompareAndSwap(seq<<2|stateBusy, seq<<2) {
+		c.releaseSlot()
+		return true
+	}
+	// Reading moved on without us: finish as a worker.
+	c.work()
+	return false
+}
+
+// isCancel reports whether e is a valid "$/cancelRequest" notification.
+func (e *envelope) isCancel() bool {
+	return e.id == nil && string(e.method) == `"`+CancelMethod+`"` && e.checkRequest() == ""
+}
+
+// unit is the work of one line: a single request, or the entries of a
+// batch in order.
+type unit struct {
+	calls []*call
+	batch bool
+}
+
+func (u *unit) empty() bool { return len(u.calls) == 0 }
+
+// buildUnit turns the scanned line into the calls of u. Invalid entries
+// become calls that carry their error; cancels inside a batch take effect
+// at once and become nothing. When own is set, u gets slices of its own and
+// every call with an id is made reachable by a cancel.
+func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, own bool) {
+	u.calls = u.calls[:0]
+	u.batch = kind == lineBatch
+	if kind == lineObject {
+		if cl := c.buildCall(rs, &rs.env, false); cl != nil {
+			u.calls = append(u.calls, cl)
+		}
+	} else {
+		for i := range rs.batch {
+			e := &rs.batch[i]
+			if e.isCancel() {
+				c.cancelFrom(rs, e.params)
+				continue
+			}
+			if cl := c.buildCall(rs, e, true); cl != nil {
+				u.calls = append(u.calls, cl)
+			}
+		}
+	}
+	if own {
+		c.mu.Lock()
+		for _, cl := range u.calls {
+			c.registerLocked(cl)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// buildCall makes the call for one envelope, or returns nil for something
+// that needs no answer (a valid response from the peer).
+func (c *conn) buildCall(rs *readState, e *envelope, inBatch bool) *call {
+	why := e.checkRequest()
+	if why != "" && e.object && e.method == nil && (e.result != nil || e.err != nil) {
+		if _, rwhy := e.response(); rwhy == "" {
+			c.log.Debug("jsonrpc: dropped a response to a server", slog.String("id", string(e.id)))
+			return nil
+		}
+	}
+	cl := rs.newCall(c)
+	cl.inBatch = inBatch
+	if why != "" {
+		cl.req.ID = ID{raw: rs.arena.str(e.replyID())}
+		// The specification's examples fix the wire error to the bare
+		// code and message; the reason goes to the log.
+		c.log.Debug("jsonrpc: invalid request", slog.String("reason", why))
+		cl.preErr = ErrInvalidRequest
+		return cl
+	}
+	cl.req.Method = rs.intern(methodName(e.method))
+	if e.id != nil {
+		cl.req.ID = ID{raw: rs.arena.str(e.id)}
+	}
+	cl.req.Params = e.params
+	return cl
+}
+
+// enqueue queues a copy of line for a worker, waiting while the queue is
+// full. Its calls are reachable by a cancel from now on.
+func (c *conn) enqueue(rs *readState, line []byte) {
+	own := append([]byte(nil), line...)
+	var kind lineKind
+	kind, rs.batch = scanLine(own, &rs.env, rs.batch)
+	u := &unit{}
+	c.buildUnit(rs, u, kind, true)
+	if u.empty() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.queue) >= c.maxFlight && c.running >= c.maxFlight && !c.stopping.Load() {
+		c.cond.Wait()
+	}
+	if c.isAborted() {
+		return
+	}
+	if c.running < c.maxFlight {
+		c.running++
+		c.live++
+		go func() {
+			defer c.exit()
+			c.runUnit(u, nil)
+			c.work()
+		}()
+		return
+	}
+	c.queue = append(c.queue, u)
+}
+
+func (c *conn) isAborted() bool {
+	select {
+	case <-c.aborted:
+		return true
+	default:
+		return false
+	}
+}
+
+// work runs queued units until there are none, then gives up its slot.
+func (c *conn) work() {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.running--
+			c.cond.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		u := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		c.runUnit(u, nil)
+	}
+}
+
+func (c *conn) releaseSlot() {
+	c.mu.Lock()
+	c.running--
+	if len(c.queue) > 0 {
+		c.cond.Broadcast()
+	}
+	c.mu.Unlock()
+}
+
+// runUnit runs the calls of u in order and writes the answer. rs is the
+// reading role when the unit runs inline, and nil on a worker.
+//
+// While the unit runs inline, nothing is registered for cancels: nobody
+// reads while it runs. If the watchdog hands reading on meanwhile, it
+// registers the call running then; from that point this goroutine
+// registers each later call itself, and takes every call out of reach once
+// it has finished.
+func (c *conn) runUnit(u *unit, rs *readState) {
+	var out []byte
+	if u.batch {
+		if rs != nil {
+			out = rs.buf[:0]
+		}
+		out = append(out, '[')
+	}
+	n := 0
+	var prev *call
+	for _, cl := range u.calls {
+		if offReader(rs) {
+			c.settle(prev)
+			c.register(cl)
+		} else {
+			rs.current.Store(cl)
+		}
+		prev = cl
+		result, werr, ok := c.invoke(cl)
+		if !ok || cl.req.ID.IsZero() {
+			continue
+		}
+		if !u.batch {
+			if offReader(rs) {
+				c.settle(cl)
+			}
+			c.writeAnswer(cl, result, werr, offReader(rs))
+			return
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendAnswer(out, cl, result, werr)
+	}
+	if offReader(rs) {
+		c.settle(prev)
+	}
+	if n > 0 {
+		out = append(out, ']')
+		err := c.out.append(func(b []byte) []byte { return append(b, out...) }, offReader(rs))
+		if err != nil {
+			c.abort(err)
+		}
+	}
+	if rs != nil && cap(out) <= 1<<20 {
+		rs.buf = out[:0]
+	}
+}
+
+// offReader reports whether work is running off the reading role: on a
+// worker (rs is nil), or inline on a reader that has been handed off.
+func offReader(rs *readState) bool {
+	return rs == nil || rs.state.Load()&stateHandedOff != 0
+}
+
+func (c *conn) register(cl *call) {
+	c.mu.Lock()
+	c.registerLocked(cl)
+	c.mu.Unlock()
+}
+
+// settle takes a finished call out of reach of cancels, if a handoff
+// registered it.
+func (c *conn) settle(cl *call) {
+	if cl == nil {
+		return
+	}
+	c.mu.Lock()
+	cl.finished = true
+	if cl.registered {
+		c.unregisterLocked(cl)
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) registerLocked(cl *call) {
+	if cl.finished || cl.registered || cl.req.ID.IsZero() || cl.preErr != nil {
+		return
+	}
+	if c.active == nil {
+		c.active = make(map[string][]*call)
+	}
+	c.active[cl.req.ID.raw] = append(c.active[cl.req.ID.raw], cl)
+	cl.registered = true
+}
+
+func (c *conn) unregisterLocked(cl *call) {
+	cl.registered = false
+	list := c.active[cl.req.ID.raw]
+	for i, x := range list {
+		if x == cl {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(c.active, cl.req.ID.raw)
+	} else {
+		c.active[cl.req.ID.raw] = list
+	}
+}
+
+// cancelFrom handles the params of a cancel notification: it cancels the
+// context of every call in flight with that id. A call that has not
+// started yet will not run; it is answered with CodeRequestCancelled.
+func (c *conn) cancelFrom(rs *readState, params []byte) {
+	e := &rs.cancel
+	e.reset()
+	if len(params) == 0 || params[0] != '{' {
+		return
+	}
+	if _, ok := scanObject(params, 0, e); !ok || e.id == nil || !validID(e.id) {
+		return
+	}
+	c.mu.Lock()
+	list := append([]*call(nil), c.active[string(e.id)]...)
+	c.mu.Unlock()
+	for _, cl := range list {
+		old := cl.flags.Or(flagPeerCancelled)
+		if old&(flagStarted|flagPeerCancelled) == 0 && !cl.inBatch {
+			// Still waiting for a slot: it will never run, and is
+			// answered now.
+			if cl.flags.Or(flagAnswered)&flagStarted == 0 {
+				c.settle(cl)
+				c.writeAnswer(cl, nil, ErrRequestCancelled, true)
+			}
+		}
+		cl.cancel(context.Canceled)
+	}
+}
+
+// watchdog hands reading to a fresh goroutine when a handler has held the
+// reading goroutine for longer than handoffDelay.
+func (c *conn) watchdog() {
+	t := time.NewTimer(handoffDelay)
+	defer t.Stop()
+	var last uint64
+	var lastRS *readState
+	for {
+		if c.reading.Load() {
+			c.parked.Store(true)
+			if c.reading.Load() {
+				select {
+				case <-c.wake:
+				case <-c.finished:
+					return
+				}
+			}
+			c.parked.Store(false)
+		}
+		t.Reset(handoffDelay)
+		select {
+		case <-t.C:
+		case <-c.finished:
+			return
+		}
+		rs := c.reader.Load()
+		if rs == nil {
+			continue
+		}
+		s := rs.state.Load()
+		if rs == lastRS && s == last && s&stateBusy != 0 && s&stateHandedOff == 0 {
+			c.handoff(rs, s)
+		}
+		last, lastRS = s, rs
+	}
+}
+
+// handoff passes the reading role on, if the reader is still busy with the
+// same unit.
+func (c *conn) handoff(rs *readState, s uint64) {
+	c.mu.Lock()
+	if c.stopping.Load() {
+		c.mu.Unlock()
+		return
+	}
+	c.live++
+	c.mu.Unlock()
+	if !rs.state.CompareAndSwap(s, s|stateHandedOff) {
+		c.exit()
+		return
+	}
+	if cl := rs.current.Load(); cl != nil {
+		c.mu.Lock()
+		c.registerLocked(cl)
+		c.mu.Unlock()
+	}
+	next := newReadState()
+	c.reader.Store(next)
+	go c.readLoop(next, true)
+}
+
+// call is one request being served. It is also the handler's context:
+// cancellation is armed lazily, so a handler that never asks for Done costs
+// no channel and no goroutine.
+type call struct {
+	conn   *conn
+	req    Request
+	preErr *Error // answer with this and do not run
+
+	mu      sync.Mutex
+	done    chan struct{}
+	err     error
+	stopper func() bool
+
+	inBatch bool
+	flags   atomic.Uint32 // flagStarted, flagPeerCancelled, flagAnswered
+
+	// Guarded by conn.mu.
+	registered bool
+	finished   bool
+}
+
+const (
+	flagStarted       = 1 << iota // invoke has begun
+	flagPeerCancelled             // a cancel for its id arrived
+	flagAnswered                  // answered before it started
+)
+
+var _ context.Context = (*call)(nil)
+
+// Deadline returns the deadline of the context Serve was given.
+func (cl *call) Deadline() (time.Time, bool) { return cl.conn.ctx.Deadline() }
+
+// Done returns a channel closed when the call is cancelled, finishes, or
+// the connection stops.
+func (cl *call) Done() <-chan struct{} {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.done == nil {
+		cl.done = make(chan struct{})
+		parent := cl.conn.ctx
+		if cl.err == nil && parent.Err() != nil {
+			cl.err = context.Cause(parent)
+		}
+		if cl.err != nil {
+			close(cl.done)
+		} else if parent.Done() != nil {
+			cl.stopper = context.AfterFunc(parent, func() { cl.cancel(context.Cause(parent)) })
+		}
+	}
+	return cl.done
+}
+
+// Err reports why the call's context ended, or nil.
+func (cl *call) Err() error {
+	cl.mu.Lock()
+	err := cl.err
+	cl.mu.Unlock()
+	if err != nil {
+		return contextErr(err)
+	}
+	return cl.conn.ctx.Err()
+}
+
+func contextErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return context.Canceled
+}
+
+// Value returns the call itself for the package's key, and otherwise
+// looks in the context Serve was given.
+func (cl *call) Value(key any) any {
+	if key == (senderKey{}) {
+		return cl
+	}
+	return cl.conn.ctx.Value(key)
+}
+
+func (cl *call) cancel(err error) {
+	cl.mu.Lock()
+	if cl.err == nil {
+		cl.err = err
+		if cl.done != nil {
+			close(cl.done)
+		}
+	}
+	stop := cl.stopper
+	cl.stopper = nil
+	cl.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// senderKey is the context key under which a handler's context holds its
+// sender.
+type senderKey struct{}
+
+// sender sends what a handler emits while it runs.
+type sender interface {
+	notify(method string, params any) error
+	emit(item any) error
+}
+
+func (cl *call) notify(method string, params any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	return cl.conn.out.append(func(b []byte) []byte {
+		return appendRequest(b, "", method, raw)
+	}, true)
+}
+
+func (cl *call) emit(item any) error {
+	if cl.req.ID.IsZero() {
+		return nil
+	}
+	raw, err := encodeValue(item)
+	if err != nil {
+		return err
+	}
+	return cl.conn.out.append(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","method":"`+StreamMethod+`","params":{"id":`...)
+		b = append(b, cl.req.ID.raw...)
+		b = append(b, `,"item":`...)
+		b = append(b, raw...)
+		return append(b, "}}"...)
+	}, true)
+}
+
+// limitError is the Invalid Request error for input over one of the
+// server's limits, with the limit in its data.
+func limitError(reason string, limit int) *Error {
+	return ErrInvalidRequest.WithData(map[string]any{"reason": reason, "limit": limit})
+}
+
+// invoke runs the handler for cl and encodes its result. It returns
+// ok=false when the call was already answered, having been cancelled while
+// it waited for a slot.
+func (c *conn) invoke(cl *call) (result []byte, werr *Error, ok bool) {
+	if cl.preErr != nil {
+		return nil, cl.preErr, true
+	}
+	if old := cl.flags.Or(flagStarted); old != 0 {
+		cl.cancel(context.Canceled)
+		if old&flagAnswered != 0 {
+			return nil, nil, false
+		}
+		return nil, ErrRequestCancelled, true
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error("jsonrpc: handler panicked",
+				slog.String("method", cl.req.Method),
+				slog.Any("panic", v),
+				slog.String("stack", string(debug.Stack())))
+			result, werr, ok = nil, internalError("panic", fmt.Sprint(v), c.hideDetail), true
+		}
+		cl.cancel(context.Canceled)
+	}()
+	v, err := c.handler.ServeJSONRPC(cl, &cl.req)
+	if err != nil {
+		if cl.req.ID.IsZero() {
+			c.log.Debug("jsonrpc: notification handler failed",
+				slog.String("method", cl.req.Method), slog.Any("error", err))
+		}
+		return nil, toWireError(err, cl.flags.Load()&flagPeerCancelled != 0, c.hideDetail), true
+	}
+	if cl.req.ID.IsZero() {
+		return nil, nil, true
+	}
+	raw, err := encodeValue(v)
+	if err != nil {
+		return nil, internalError(fmt.Sprintf("%T", err), "cannot encode result: "+err.Error(), c.hideDetail), true
+	}
+	return raw, nil, true
+}
+
+// encodeValue encodes a result or stream item. Raw JSON passes through as
+// it is, once checked.
+func encodeValue(v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return nullID, nil
+	case json.RawMessage:
+		if v == nil {
+			return nullID, nil
+		}
+		if !validJSON(v) {
+			return nil, errors.New("json.RawMessage is not valid JSON")
+		}
+		return v, nil
+	case string:
+		return appendString(nil, v), nil
+	}
+	return json.Marshal(v)
+}
+
+// encodeParams encodes the params of a notification or request, which must
+// be an object or an array; nil means none.
+func encodeParams(params any) ([]byte, error) {
+	if params == nil {
+		return nil, nil
+	}
+	if raw, ok := params.(json.RawMessage); ok && raw == nil {
+		return nil, nil
+	}
+	raw, err := encodeValue(params)
+	if err != nil {
+		return nil, err
+	}
+	if !validParams(raw) {
+		return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
+	}
+	return raw, nil
+}
+
+func appendAnswer(b []byte, cl *call, result []byte, werr *Error) []byte {
+	if werr != nil {
+		return appendErrorResponse(b, cl.req.ID.raw, werr)
+	}
+	return appendResultResponse(b, cl.req.ID.raw, result)
+}
+
+// writeAnswer writes the response to cl; flush is set off the reading
+// goroutine, where nobody else would flush it soon.
+func (c *conn) writeAnswer(cl *call, result []byte, werr *Error, flush bool) {
+	err := c.out.append(func(b []byte) []byte { return appendAnswer(b, cl, result, werr) }, flush)
+	if err != nil {
+		c.abort(err)
+	}
+}
+
+func (c *conn) writeError(id []byte, e *Error, flush bool) {
+	err := c.out.append(func(b []byte) []byte { return appendErrorResponse(b, id, e) }, flush)
+	if err != nil {
+		c.abort(err)
+	}
+}

@@ -1,0 +1,331 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultMaxMessageSize is the largest message, in bytes, that a
+// [LineReader], [Server] or [Client] reads when no other limit is set.
+const DefaultMaxMessageSize = 64 << 20
+
+// ErrMessageTooLarge is wrapped by the error that [LineReader.ReadMessage]
+// returns for a line longer than the reader's limit. Reading can go on: the
+// next call returns the line after it.
+var ErrMessageTooLarge = errors.New("jsonrpc: message too large")
+
+// tooLargeError reports an over-long line and the limit it broke.
+type tooLargeError struct{ limit int }
+
+func (e *tooLargeError) Error() string {
+	return ErrMessageTooLarge.Error() + " (limit " + strconv.Itoa(e.limit) + " bytes)"
+}
+
+func (e *tooLargeError) Unwrap() error { return ErrMessageTooLarge }
+
+const initialBufSize = 64 << 10
+
+// A LineReader reads newline-delimited messages: one JSON value per line,
+// ended by "\n". A trailing "\r" is removed and lines holding only
+// whitespace are skipped. Lines may be of any length up to the limit; a
+// longer line is discarded as it is read, never held whole in memory.
+//
+// A LineReader is not safe for concurrent use.
+type LineReader struct {
+	r       io.Reader
+	max     int
+	buf     []byte
+	start   int // unread data is buf[start:end]
+	end     int
+	scanned int // buf[start:scanned] holds no newline
+	discard bool
+	err     error
+	closed  atomic.Bool
+
+	// beforeRead, if set, runs each time the reader is about to call Read
+	// on r and may block: the server flushes its output there.
+	beforeRead func()
+}
+
+// NewLineReader returns a LineReader that reads from r messages of at most
+// maxSize bytes; zero or less means [DefaultMaxMessageSize].
+func NewLineReader(r io.Reader, maxSize int) *LineReader {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxMessageSize
+	}
+	return &LineReader{r: r, max: maxSize}
+}
+
+// ReadMessage returns the next message, without its line ending. The slice
+// aliases the reader's buffer and is valid until the next call.
+//
+// At the end of the input it returns io.EOF; a last line that lacks its
+// newline is still returned first. A line over the limit gives an error
+// that wraps [ErrMessageTooLarge], and the next call goes on with the line
+// after it. Any other read error is returned, and again on every later
+// call. After Close, ReadMessage returns an error wrapping [ErrClosed].
+func (lr *LineReader) ReadMessage() ([]byte, error) {
+	for {
+		if lr.closed.Load() {
+			return nil, &closedError{}
+		}
+		if i := bytes.IndexByte(lr.buf[lr.scanned:lr.end], '\n'); i >= 0 {
+			nl := lr.scanned + i
+			line := lr.buf[lr.start:nl]
+			lr.start, lr.scanned = nl+1, nl+1
+			if lr.discard || len(line) > lr.max {
+				lr.discard = false
+				return nil, &tooLargeError{lr.max}
+			}
+			if line = trimLine(line); line != nil {
+				return line, nil
+			}
+			continue
+		}
+		lr.scanned = lr.end
+		if !lr.discard && lr.end-lr.start > lr.max {
+			lr.discard = true
+		}
+		if lr.discard {
+			lr.start, lr.end, lr.scanned = 0, 0, 0
+		}
+		if lr.err != nil {
+			if lr.discard {
+				lr.discard = false
+				return nil, &tooLargeError{lr.max}
+			}
+			line := trimLine(lr.buf[lr.start:lr.end])
+			lr.start, lr.scanned = lr.end, lr.end
+			if line != nil {
+				return line, nil
+			}
+			return nil, lr.err
+		}
+		lr.fill()
+	}
+}
+
+// trimLine removes a trailing "\r" and returns nil for a blank line.
+func trimLine(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	if skipSpace(line, 0) == len(line) {
+		return nil
+	}
+	return line
+}
+
+// fill makes room in the buffer and reads into it once.
+func (lr *LineReader) fill() {
+	if lr.start > 0 {
+		n := copy(lr.buf, lr.buf[lr.start:lr.end])
+		lr.scanned -= lr.start
+		lr.start, lr.end = 0, n
+	}
+	if lr.end == len(lr.buf) {
+		size := 2 * len(lr.buf)
+		if size < initialBufSize {
+			size = initialBufSize
+		}
+		if limit := lr.max + 1; size > limit && limit > lr.end {
+			size = limit
+		}
+		nb := make([]byte, size)
+		copy(nb, lr.buf[:lr.end])
+		lr.buf = nb
+	}
+	if lr.beforeRead != nil {
+		lr.beforeRead()
+	}
+	n, err := lr.r.Read(lr.buf[lr.end:])
+	if n < 0 || n > len(lr.buf)-lr.end {
+		n, err = 0, errors.New("jsonrpc: reader returned an invalid count")
+	}
+	lr.end += n
+	if err != nil {
+		lr.err = err
+	}
+}
+
+// detach moves the unread data to a new buffer, so that slices returned
+// earlier stay valid for as long as anyone holds them.
+func (lr *LineReader) detach() {
+	nb := make([]byte, max(len(lr.buf), initialBufSize))
+	n := copy(nb, lr.buf[lr.start:lr.end])
+	lr.scanned -= lr.start
+	lr.start, lr.end = 0, n
+	lr.buf = nb
+}
+
+// buffered reports whether a whole line is waiting in the buffer.
+func (lr *LineReader) buffered() bool {
+	return bytes.IndexByte(lr.buf[lr.scanned:lr.end], '\n') >= 0
+}
+
+// Close marks the reader closed and closes the underlying reader if it is
+// an io.Closer, which unblocks a pending Read on most readers. It is
+// idempotent: later calls do nothing and return nil.
+func (lr *LineReader) Close() error {
+	if lr.closed.Swap(true) {
+		return nil
+	}
+	if c, ok := lr.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// IsClosed reports whether Close has been called.
+func (lr *LineReader) IsClosed() bool { return lr.closed.Load() }
+
+// A LineWriter writes newline-delimited messages, each exactly one line.
+// It buffers what it is given and writes it out on Flush, or by itself
+// once enough has gathered. At most one Write to the underlying writer is
+// in flight at a time; messages written meanwhile join the next one, and
+// lines never interleave.
+//
+// A LineWriter is safe for concurrent use. After a write error, every
+// later call returns that error.
+type LineWriter struct {
+	w       io.Writer
+	mu      sync.Mutex
+	cond    sync.Cond // signalled when a write ends
+	buf     []byte
+	spare   []byte
+	writing bool
+	err     error
+	closed  atomic.Bool
+}
+
+const (
+	flushThreshold = 64 << 10 // write out once this much is buffered
+	highWater      = 1 << 20  // past this, writers wait for the write in flight
+)
+
+// NewLineWriter returns a LineWriter that writes to w.
+func NewLineWriter(w io.Writer) *LineWriter {
+	lw := &LineWriter{w: w}
+	lw.cond.L = &lw.mu
+	return lw
+}
+
+// WriteMessage buffers msg, which must be one JSON value, as one line. A
+// message that spans several lines is compacted first; one that is not
+// valid JSON is refused with an error matching [ErrParse].
+func (lw *LineWriter) WriteMessage(msg []byte) error {
+	if !validJSON(msg) {
+		return Errorf(CodeParseError, "Parse error: message is not one valid JSON value")
+	}
+	return lw.append(func(buf []byte) []byte {
+		if bytes.IndexByte(msg, '\n') < 0 {
+			return append(buf, bytes.TrimSpace(msg)...)
+		}
+		var c bytes.Buffer
+		_ = json.Compact(&c, msg) // valid, so it compacts
+		return append(buf, c.Bytes()...)
+	}, false)
+}
+
+// append adds one line, built by add, to the buffer, and writes the buffer
+// out when flush is set or enough has gathered.
+func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
+	lw.mu.Lock()
+	if lw.err != nil {
+		err := lw.err
+		lw.mu.Unlock()
+		return err
+	}
+	lw.buf = append(add(lw.buf), '\n')
+	if !flush && len(lw.buf) < flushThreshold {
+		lw.mu.Unlock()
+		return nil
+	}
+	return lw.flushLocked()
+}
+
+// Flush writes out everything buffered. If another goroutine's write is in
+// flight, Flush leaves the data to it: that writer writes what gathered
+// meanwhile as soon as its own write ends.
+func (lw *LineWriter) Flush() error {
+	lw.mu.Lock()
+	return lw.flushLocked()
+}
+
+// flushLocked is Flush with lw.mu held; it unlocks it.
+func (lw *LineWriter) flushLocked() error {
+	for {
+		if lw.err != nil {
+			err := lw.err
+			lw.mu.Unlock()
+			return err
+		}
+		if lw.writing {
+			if len(lw.buf) > highWater {
+				lw.cond.Wait()
+				continue
+			}
+			lw.mu.Unlock()
+			return nil
+		}
+		if len(lw.buf) == 0 {
+			lw.mu.Unlock()
+			return nil
+		}
+		data := lw.buf
+		lw.buf, lw.spare = lw.spare[:0], nil
+		lw.writing = true
+		lw.mu.Unlock()
+		_, err := lw.w.Write(data)
+		lw.mu.Lock()
+		lw.writing = false
+		lw.spare = data[:0]
+		if err != nil && lw.err == nil {
+			lw.err = err
+		}
+		lw.cond.Broadcast()
+	}
+}
+
+// Close flushes what is buffered, then closes the underlying writer if it
+// is an io.Closer. Later writes fail with an error wrapping [ErrClosed].
+// Close is idempotent: later calls do nothing and return nil.
+func (lw *LineWriter) Close() error {
+	if lw.closed.Swap(true) {
+		return nil
+	}
+	err := lw.Flush()
+	lw.fail(&closedError{})
+	if c, ok := lw.w.(io.Closer); ok {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// fail makes err the writer's sticky error, unless it already has one, and
+// wakes any writer waiting for room.
+func (lw *LineWriter) fail(err error) {
+	lw.mu.Lock()
+	if lw.err == nil {
+		lw.err = err
+	}
+	lw.cond.Broadcast()
+	lw.mu.Unlock()
+}
+
+// IsClosed reports whether Close has been called.
+func (lw *LineWriter) IsClosed() bool { return lw.closed.Load() }
+
+// Err returns the writer's sticky error, or nil.
+func (lw *LineWriter) Err() error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.err
+}

@@ -1,0 +1,332 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// ID is a request id: a JSON string, a number or null, kept as the exact
+// JSON text it arrived with, so that it is written back byte for byte
+// (12345678901234567890, 1.5 and "ü\n\"x" all round-trip unchanged).
+//
+// The zero ID is absent: a [Request] with a zero ID is a notification. It
+// differs from the null id, which [NullID] returns and a request with
+// "id": null carries. IDs are comparable and may be used as map keys; two
+// IDs are equal when their JSON texts are.
+type ID struct {
+	raw string
+}
+
+// StringID returns the id that is the JSON string s.
+func StringID(s string) ID { return ID{raw: string(appendString(nil, s))} }
+
+// Int64ID returns the id that is the number n.
+func Int64ID(n int64) ID { return ID{raw: strconv.FormatInt(n, 10)} }
+
+// NullID returns the null id. A request with a null id is not a
+// notification: it is answered, with "id": null.
+func NullID() ID { return ID{raw: "null"} }
+
+// IsZero reports whether id is absent.
+func (id ID) IsZero() bool { return id.raw == "" }
+
+// IsNull reports whether id is the JSON null.
+func (id ID) IsNull() bool { return id.raw == "null" }
+
+// String returns the JSON text of id, or "" if it is absent.
+func (id ID) String() string { return id.raw }
+
+// MarshalJSON returns the JSON text of id; an absent id encodes as null.
+func (id ID) MarshalJSON() ([]byte, error) {
+	if id.raw == "" {
+		return []byte("null"), nil
+	}
+	return []byte(id.raw), nil
+}
+
+// UnmarshalJSON sets id to the JSON text b, which must be a string, a
+// number or null. Any other value gives an error that matches
+// [ErrInvalidRequest].
+func (id *ID) UnmarshalJSON(b []byte) error {
+	i := skipSpace(b, 0)
+	end, ok := scanValue(b, i)
+	if !ok || skipSpace(b, end) != len(b) {
+		return Errorf(CodeParseError, "Parse error: invalid JSON in id")
+	}
+	if !validID(b[i:end]) {
+		return Errorf(CodeInvalidRequest, `Invalid Request: "id" must be a string, a number or null`)
+	}
+	id.raw = string(b[i:end])
+	return nil
+}
+
+// IDSource hands out increasing numeric ids, starting at 1. It is safe for
+// concurrent use, and its zero value is ready to use.
+type IDSource struct {
+	n atomic.Int64
+}
+
+// Next returns the next id.
+func (s *IDSource) Next() ID { return Int64ID(s.n.Add(1)) }
+
+// Request is a JSON-RPC 2.0 request, or a notification when ID is zero.
+//
+// In a handler, Params aliases the connection's read buffer: it is valid
+// until the handler returns, and a handler that keeps it longer must copy
+// it. The Request itself must not be kept after the handler returns.
+type Request struct {
+	// ID is the request's id; the zero ID marks a notification.
+	ID ID
+	// Method is the name of the method to call.
+	Method string
+	// Params holds the parameters as raw JSON: an object, an array, or nil
+	// when the request has none.
+	Params json.RawMessage
+}
+
+// IsNotification reports whether r is a notification, which gets no
+// response.
+func (r *Request) IsNotification() bool { return r.ID.IsZero() }
+
+// MarshalJSON encodes r as a JSON-RPC 2.0 request object.
+func (r Request) MarshalJSON() ([]byte, error) {
+	if r.Params != nil && !validParams(r.Params) {
+		return nil, Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
+	}
+	return appendRequest(nil, r.ID.raw, r.Method, r.Params), nil
+}
+
+// UnmarshalJSON decodes a JSON-RPC 2.0 request object strictly, as a
+// server does: "jsonrpc" must be "2.0", names are case-sensitive and a
+// member may not appear twice. It returns an error matching [ErrParse] for
+// input that is not JSON and [ErrInvalidRequest] for anything else wrong.
+func (r *Request) UnmarshalJSON(b []byte) error {
+	var e envelope
+	kind, _ := scanLine(b, &e, nil)
+	switch kind {
+	case lineInvalidJSON:
+		return ErrParse
+	case lineObject:
+	default:
+		return Errorf(CodeInvalidRequest, "Invalid Request: request is not an object")
+	}
+	if why := e.checkRequest(); why != "" {
+		return Errorf(CodeInvalidRequest, "Invalid Request: %s", why)
+	}
+	*r = Request{Method: string(methodName(e.method))}
+	if e.id != nil {
+		r.ID = ID{raw: string(e.id)}
+	}
+	if e.params != nil {
+		r.Params = append(json.RawMessage(nil), e.params...)
+	}
+	return nil
+}
+
+// Response is a JSON-RPC 2.0 response. It carries exactly one of Result
+// and Error: when Error is nil, the response is a success and a nil Result
+// stands for the JSON null.
+type Response struct {
+	// ID is the id of the request answered; the zero ID encodes as null.
+	ID ID
+	// Result is the result as raw JSON, when Error is nil.
+	Result json.RawMessage
+	// Error is the error, or nil for a success.
+	Error *Error
+}
+
+// MarshalJSON encodes r as a JSON-RPC 2.0 response object.
+func (r Response) MarshalJSON() ([]byte, error) {
+	id := r.ID.raw
+	if id == "" {
+		id = "null"
+	}
+	if r.Error != nil {
+		return appendErrorResponse(nil, id, r.Error), nil
+	}
+	result := []byte(r.Result)
+	if result == nil {
+		result = nullID
+	} else if !validJSON(result) {
+		return nil, Errorf(CodeInternalError, "Internal error: result is not valid JSON")
+	}
+	return appendResultResponse(nil, id, result), nil
+}
+
+// UnmarshalJSON decodes a JSON-RPC 2.0 response object strictly: "jsonrpc"
+// must be "2.0", the id must be present and valid, and exactly one of
+// "result" and "error" must be present, the error an object with an
+// integer code and a string message.
+func (r *Response) UnmarshalJSON(b []byte) error {
+	var e envelope
+	if kind, _ := scanLine(b, &e, nil); kind != lineObject {
+		if kind == lineInvalidJSON {
+			return ErrParse
+		}
+		return Errorf(CodeInvalidRequest, "Invalid Request: response is not an object")
+	}
+	resp, why := e.response()
+	if why != "" {
+		return Errorf(CodeInvalidRequest, "Invalid Request: %s", why)
+	}
+	*r = resp
+	r.ID.raw = string(e.id)
+	if r.Result != nil {
+		r.Result = append(json.RawMessage(nil), r.Result...)
+	}
+	return nil
+}
+
+// response checks e as a Response object and returns it, with Result
+// aliasing the input and ID left for the caller to fill, or why it is not
+// one.
+func (e *envelope) response() (Response, string) {
+	switch {
+	case !e.object:
+		return Response{}, "response is not an object"
+	case e.dup:
+		return Response{}, "member appears more than once"
+	case e.version == nil || !isVersion(e.version):
+		return Response{}, `"jsonrpc" must be exactly "2.0"`
+	case e.method != nil:
+		return Response{}, `a response cannot carry "method"`
+	case e.id == nil || !validID(e.id):
+		return Response{}, `"id" must be a string, a number or null`
+	case (e.result == nil) == (e.err == nil):
+		return Response{}, `a response carries exactly one of "result" and "error"`
+	case e.result != nil:
+		return Response{Result: e.result}, ""
+	}
+	var we struct {
+		Code    *int64          `json:"code"`
+		Message *string         `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if e.err[0] != '{' || json.Unmarshal(e.err, &we) != nil || we.Code == nil || we.Message == nil {
+		return Response{}, `"error" must be an object with an integer "code" and a string "message"`
+	}
+	werr := &Error{Code: Code(*we.Code), Message: *we.Message}
+	if we.Data != nil {
+		werr.Data = append(json.RawMessage(nil), we.Data...)
+	}
+	return Response{Error: werr}, ""
+}
+
+func validParams(p []byte) bool {
+	i := skipSpace(p, 0)
+	return i < len(p) && (p[i] == '{' || p[i] == '[') && validJSON(p)
+}
+
+// Wire encoding. Every function appends exactly one JSON object and no
+// newline.
+
+func appendRequest(buf []byte, id, method string, params []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0",`...)
+	if id != "" {
+		buf = append(buf, `"id":`...)
+		buf = append(buf, id...)
+		buf = append(buf, ',')
+	}
+	buf = append(buf, `"method":`...)
+	buf = appendString(buf, method)
+	if params != nil {
+		buf = append(buf, `,"params":`...)
+		buf = append(buf, params...)
+	}
+	return append(buf, '}')
+}
+
+func appendResultResponse[S string | []byte](buf []byte, id S, result []byte) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"result":`...)
+	buf = append(buf, result...)
+	return append(buf, '}')
+}
+
+func appendErrorResponse[S string | []byte](buf []byte, id S, e *Error) []byte {
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"error":{"code":`...)
+	buf = strconv.AppendInt(buf, int64(e.Code), 10)
+	buf = append(buf, `,"message":`...)
+	buf = appendString(buf, e.Message)
+	if e.Data != nil && validJSON(e.Data) {
+		buf = append(buf, `,"data":`...)
+		buf = append(buf, e.Data...)
+	}
+	return append(buf, "}}"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
+// control characters are escaped, and nothing else is: unlike
+// encoding/json, <, > and & stay as they are.
+func appendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}
+
+// arena hands out immutable strings copied into shared blocks, so that the
+// ids of many requests cost one allocation between them. A block is never
+// written again where a string has been handed out.
+type arena struct {
+	block []byte
+}
+
+const arenaBlock = 4096
+
+func (a *arena) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > arenaBlock/8 {
+		return string(b)
+	}
+	if cap(a.block)-len(a.block) < len(b) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	start := len(a.block)
+	a.block = append(a.block, b...)
+	return unsafe.String(&a.block[start], len(b))
+}
