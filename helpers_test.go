@@ -1,0 +1,79 @@
+package jsonrpc_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// checkLeaks fails t if a goroutine started during the test is still
+// running once the test and its other cleanups are done. Call it first, so
+// that its cleanup runs last.
+func checkLeaks(t *testing.T) {
+	t.Helper()
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+}
+
+// serveString runs srv over input until EOF and returns the output lines.
+func serveString(t *testing.T, srv *jsonrpc.Server, input string) []string {
+	t.Helper()
+	checkLeaks(t)
+	var out bytes.Buffer
+	err := srv.Serve(t.Context(), strings.NewReader(input), &out)
+	require.NoError(t, err)
+	return splitLines(out.String())
+}
+
+// splitLines splits output into its lines, dropping the final newline.
+func splitLines(s string) []string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(nil, 1<<30)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// specMux registers the methods that the examples of the JSON-RPC 2.0
+// specification call.
+func specMux() *jsonrpc.Mux {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("subtract", jsonrpc.Func(func(_ context.Context, p json.RawMessage) (int, error) {
+		var a [2]int
+		if err := json.Unmarshal(p, &a); err == nil {
+			return a[0] - a[1], nil
+		}
+		var o struct{ Minuend, Subtrahend int }
+		if err := json.Unmarshal(p, &o); err != nil {
+			return 0, jsonrpc.ErrInvalidParams
+		}
+		return o.Minuend - o.Subtrahend, nil
+	}))
+	mux.Handle("sum", jsonrpc.Func(func(_ context.Context, nums []int) (int, error) {
+		s := 0
+		for _, n := range nums {
+			s += n
+		}
+		return s, nil
+	}))
+	mux.HandleFunc("get_data", func(context.Context, *jsonrpc.Request) (any, error) {
+		return []any{"hello", 5}, nil
+	})
+	for _, m := range []string{"update", "notify_hello", "notify_sum"} {
+		mux.HandleFunc(m, func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
+	}
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	return mux
+}
