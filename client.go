@@ -1,0 +1,646 @@
+package jsonrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"log/slog"
+	"strconv"
+	"sync"
+)
+
+// ClientOptions configures a [Client]. A nil *ClientOptions is valid and
+// gives the defaults of its zero fields.
+type ClientOptions struct {
+	// OnNotify, if set, is called for each notification from the peer,
+	// one at a time and in arrival order, on the client's reader
+	// goroutine; it must not block for long, and must not call the
+	// client's methods that wait for a response. req and its Params are
+	// valid only during the call. Stream items that belong to a call made
+	// with [Client.Stream] go to that call instead.
+	//
+	// Because a server writes the notifications a handler sends before
+	// the handler's response, OnNotify has returned for all of them
+	// before the Call they belong to returns.
+	OnNotify func(req *Request)
+
+	// Handler answers requests that the peer sends to the client. Nil
+	// answers each with [ErrMethodNotFound]. Each runs on a goroutine of
+	// its own, which Close waits for.
+	Handler Handler
+
+	// OnUnknownResponse, if set, is called on the reader goroutine for a
+	// response whose id matches no call in flight (for example a late
+	// answer to a cancelled call). Such responses are dropped.
+	OnUnknownResponse func(resp *Response)
+
+	// NoCancelRequest stops the client from sending "$/cancelRequest"
+	// when the context of a call ends before its response arrives.
+	NoCancelRequest bool
+
+	// MaxMessageSize is the largest message read; zero means
+	// [DefaultMaxMessageSize].
+	MaxMessageSize int
+
+	// Logger receives malformed and dropped messages at Debug; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// A Client calls methods on the other end of a connection, and matches
+// the responses to the calls by id, in whatever order they come.
+//
+// A Client is safe for concurrent use. NewClient starts one reader
+// goroutine; Close stops it.
+type Client struct {
+	in   *LineReader
+	out  *LineWriter
+	opts ClientOptions
+	log  *slog.Logger
+	ids  IDSource
+
+	ctx    context.Context // parent of the Handler's contexts
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	pending map[int64]*pending
+	err     error // set once the client is closed
+
+	readerDone chan struct{}
+	wg         sync.WaitGroup // handlers and cancel writers
+	closeOnce  sync.Once
+}
+
+// pending is a call waiting for its response.
+type pending struct {
+	done   chan struct{} // closed when result or err is set
+	result []byte        // a copy of the response's result
+	err    error
+
+	// For streams: items gathered by the reader, and a signal for each.
+	stream bool
+	mu     sync.Mutex
+	items  [][]byte
+	signal chan struct{}
+}
+
+// NewClient returns a client that writes requests to w and reads
+// responses from r. opts may be nil.
+//
+// The client's reader goroutine runs until r ends or Close is called. If r
+// is an io.Closer, Close closes it, and returns once the reader goroutine
+// has ended; otherwise the goroutine ends when its pending Read returns.
+func NewClient(r io.Reader, w io.Writer, opts *ClientOptions) *Client {
+	c := &Client{
+		out:        NewLineWriter(w),
+		pending:    make(map[int64]*pending),
+		readerDone: make(chan struct{}),
+	}
+	if opts != nil {
+		c.opts = *opts
+	}
+	c.in = NewLineReader(r, c.opts.MaxMessageSize)
+	c.log = c.opts.Logger
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.read()
+	return c
+}
+
+// Call calls method with params and decodes the result into result, which
+// may be nil to discard it. params must encode as a JSON object or array,
+// or be nil for none; a json.RawMessage is sent as it is.
+//
+// If the peer answers with an error, Call returns it as an *Error. If ctx
+// ends first, Call returns ctx.Err() at once, tells the peer with
+// "$/cancelRequest" (unless NoCancelRequest is set), and drops the late
+// response. Once the client is closed, Call returns an error wrapping
+// [ErrClosed] and the reason the connection ended.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	p := &pending{done: make(chan struct{})}
+	id, err := c.add(p)
+	if err != nil {
+		return err
+	}
+	err = c.out.append(func(b []byte) []byte { return appendCall(b, id, method, raw) }, true)
+	if err != nil {
+		c.drop(id)
+		return c.closedErr(err)
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if c.drop(id) {
+			c.sendCancel(id)
+			return ctx.Err()
+		}
+		<-p.done // the response was being delivered
+	}
+	if p.err != nil {
+		return p.err
+	}
+	if result != nil {
+		if err := json.Unmarshal(p.result, result); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func appendCall(b []byte, id int64, method string, params []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":`...)
+	b = appendString(b, method)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// add registers p under a new id.
+func (c *Client) add(p *pending) (int64, error) {
+	id := c.ids.n.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	c.pending[id] = p
+	return id, nil
+}
+
+// drop forgets the call with id, and reports whether it was still
+// pending.
+func (c *Client) drop(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.pending[id]; !ok {
+		return false
+	}
+	delete(c.pending, id)
+	return true
+}
+
+// sendCancel tells the peer that the call with id is cancelled, without
+// making the caller wait for the write.
+func (c *Client) sendCancel(id int64) {
+	if c.opts.NoCancelRequest {
+		return
+	}
+	err := c.out.append(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","method":"`+CancelMethod+`","params":{"id":`...)
+		b = strconv.AppendInt(b, id, 10)
+		return append(b, "}}"...)
+	}, false)
+	if err == nil {
+		c.wg.Go(func() { _ = c.out.Flush() })
+	}
+}
+
+func (c *Client) closedErr(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	return &closedError{cause: err}
+}
+
+// Notify sends a notification: method with params, for which no response
+// comes. It returns once the notification is written.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	err = c.out.append(func(b []byte) []byte { return appendRequest(b, "", method, raw) }, true)
+	if err != nil {
+		return c.closedErr(err)
+	}
+	return nil
+}
+
+// A BatchCall is one entry of a [Client.Batch].
+type BatchCall struct {
+	// Method and Params are the call's method and params, as for
+	// [Client.Call].
+	Method string
+	Params any
+	// Notify makes the entry a notification, which gets no response.
+	Notify bool
+	// Result, if not nil, receives the decoded result.
+	Result any
+	// Err is set by Batch: nil for a success, the *Error the peer
+	// answered with, or why the result could not be decoded.
+	Err error
+}
+
+// Batch sends calls as one JSON array and waits for their responses,
+// matching each to its call by id; notifications get none. Each call's
+// outcome is in its Err field. Batch itself returns an error only when the
+// batch could not be completed: ctx ended (the calls still waiting are
+// cancelled), or the client closed.
+func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
+	if len(calls) == 0 {
+		return errors.New("jsonrpc: empty batch")
+	}
+	raws := make([][]byte, len(calls))
+	for i, bc := range calls {
+		raw, err := encodeParams(bc.Params)
+		if err != nil {
+			return err
+		}
+		raws[i] = raw
+	}
+	ids := make([]int64, len(calls))
+	ps := make([]*pending, len(calls))
+	for i, bc := range calls {
+		if bc.Notify {
+			continue
+		}
+		ps[i] = &pending{done: make(chan struct{})}
+		id, err := c.add(ps[i])
+		if err != nil {
+			c.dropAll(ids[:i])
+			return err
+		}
+		ids[i] = id
+	}
+	err := c.out.append(func(b []byte) []byte {
+		b = append(b, '[')
+		for i, bc := range calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if bc.Notify {
+				b = appendRequest(b, "", bc.Method, raws[i])
+			} else {
+				b = appendCall(b, ids[i], bc.Method, raws[i])
+			}
+		}
+		return append(b, ']')
+	}, true)
+	if err != nil {
+		c.dropAll(ids)
+		return c.closedErr(err)
+	}
+	for i, p := range ps {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			for j := i; j < len(ps); j++ {
+				if ps[j] != nil && c.drop(ids[j]) {
+					c.sendCancel(ids[j])
+				}
+			}
+			return ctx.Err()
+		}
+		switch {
+		case p.err != nil:
+			calls[i].Err = p.err
+		case calls[i].Result != nil:
+			calls[i].Err = json.Unmarshal(p.result, calls[i].Result)
+		}
+	}
+	return nil
+}
+
+func (c *Client) dropAll(ids []int64) {
+	for _, id := range ids {
+		if id != 0 {
+			c.drop(id)
+		}
+	}
+}
+
+// Stream calls a streaming method (see [Stream]) and returns its items as
+// they arrive: each "$/stream" notification that carries the call's id
+// yields one item, and the sequence ends when the call's response
+// arrives. If the response is an error, or the client closes, the last
+// pair carries the error.
+//
+// The call is sent when the range starts. The sequence is single-use.
+// Stopping the range early, or the end of ctx, cancels the call.
+func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		raw, err := encodeParams(params)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		p := &pending{done: make(chan struct{}), stream: true, signal: make(chan struct{}, 1)}
+		id, err := c.add(p)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		err = c.out.append(func(b []byte) []byte { return appendCall(b, id, method, raw) }, true)
+		if err != nil {
+			c.drop(id)
+			yield(nil, c.closedErr(err))
+			return
+		}
+		for {
+			p.mu.Lock()
+			items := p.items
+			p.items = nil
+			p.mu.Unlock()
+			for _, item := range items {
+				if !yield(item, nil) {
+					if c.drop(id) {
+						c.sendCancel(id)
+					}
+					return
+				}
+			}
+			if len(items) > 0 {
+				continue
+			}
+			select {
+			case <-p.signal:
+				continue
+			case <-p.done:
+			case <-ctx.Done():
+				if c.drop(id) {
+					c.sendCancel(id)
+					yield(nil, ctx.Err())
+					return
+				}
+				<-p.done
+			}
+			// Done: deliver what came before the response, then the end.
+			p.mu.Lock()
+			items = p.items
+			p.items = nil
+			p.mu.Unlock()
+			for _, item := range items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if p.err != nil {
+				yield(nil, p.err)
+			}
+			return
+		}
+	}
+}
+
+// Close closes the connection: every call in flight returns an error
+// wrapping [ErrClosed], the reader goroutine ends (see [NewClient]), and
+// the contexts of the client's Handler calls are cancelled and waited for.
+// Close is idempotent and safe to call from any goroutine.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.fail(nil)
+		_ = c.in.Close()
+		_ = c.out.Close()
+		c.cancel()
+		if _, ok := c.in.r.(io.Closer); ok {
+			<-c.readerDone
+		}
+		c.wg.Wait()
+	})
+	return nil
+}
+
+// Done returns a channel that is closed when the client's reader
+// goroutine ends: the connection ended or Close was called.
+func (c *Client) Done() <-chan struct{} { return c.readerDone }
+
+// Err returns the reason the client closed, wrapping [ErrClosed], or nil
+// while it is open.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// fail closes the client with cause and fails every call in flight.
+func (c *Client) fail(cause error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = &closedError{cause: cause}
+	ps := c.pending
+	c.pending = make(map[int64]*pending)
+	c.mu.Unlock()
+	for _, p := range ps {
+		p.err = c.err
+		close(p.done)
+	}
+}
+
+// read is the reader goroutine.
+func (c *Client) read() {
+	defer close(c.readerDone)
+	var env envelope
+	var batch []envelope
+	for {
+		line, err := c.in.ReadMessage()
+		if err != nil {
+			if errors.Is(err, ErrMessageTooLarge) {
+				c.log.Debug("jsonrpc: dropped a message over the size limit")
+				continue
+			}
+			if c.in.IsClosed() {
+				err = nil
+			}
+			c.fail(err)
+			return
+		}
+		var kind lineKind
+		kind, batch = scanLine(line, &env, batch)
+		switch kind {
+		case lineObject:
+			c.dispatch(&env)
+		case lineBatch:
+			for i := range batch {
+				c.dispatch(&batch[i])
+			}
+		default:
+			c.log.Debug("jsonrpc: dropped a malformed message", slog.String("line", string(line)))
+		}
+	}
+}
+
+// dispatch handles one message from the peer.
+func (c *Client) dispatch(e *envelope) {
+	if e.method == nil {
+		c.deliver(e)
+		return
+	}
+	if why := e.checkRequest(); why != "" {
+		c.log.Debug("jsonrpc: dropped an invalid request", slog.String("reason", why))
+		if e.replyID() != nil && e.id != nil {
+			c.reply(e.replyID(), nil, ErrInvalidRequest)
+		}
+		return
+	}
+	req := Request{Method: string(methodName(e.method)), Params: e.params}
+	if e.id == nil {
+		if req.Method == StreamMethod && c.streamItem(e.params) {
+			return
+		}
+		if c.opts.OnNotify != nil {
+			c.opts.OnNotify(&req)
+		}
+		return
+	}
+	id := append([]byte(nil), e.id...)
+	if c.opts.Handler == nil {
+		c.reply(id, nil, ErrMethodNotFound)
+		return
+	}
+	req.ID = ID{raw: string(id)}
+	req.Params = append(json.RawMessage(nil), e.params...)
+	if e.params == nil {
+		req.Params = nil
+	}
+	c.wg.Go(func() { c.serveRequest(&req) })
+}
+
+// serveRequest runs the Handler for a request from the peer.
+func (c *Client) serveRequest(req *Request) {
+	var result []byte
+	var werr *Error
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				c.log.Error("jsonrpc: client handler panicked", slog.String("method", req.Method), slog.Any("panic", v))
+				werr = internalError("panic", "", true)
+			}
+		}()
+		v, err := c.opts.Handler.ServeJSONRPC(c.ctx, req)
+		if err != nil {
+			werr = toWireError(err, false, false)
+			return
+		}
+		if result, err = encodeValue(v); err != nil {
+			werr = internalError("encode", err.Error(), false)
+		}
+	}()
+	c.reply([]byte(req.ID.raw), result, werr)
+}
+
+func (c *Client) reply(id, result []byte, werr *Error) {
+	_ = c.out.append(func(b []byte) []byte {
+		if werr != nil {
+			return appendErrorResponse(b, id, werr)
+		}
+		return appendResultResponse(b, id, result)
+	}, true)
+}
+
+// streamItem delivers a "$/stream" notification to its call, and reports
+// whether there was one.
+func (c *Client) streamItem(params []byte) bool {
+	var e envelope
+	if len(params) == 0 || params[0] != '{' {
+		return false
+	}
+	if _, ok := scanObject(params, 0, &e); !ok || e.id == nil {
+		return false
+	}
+	item := itemOf(params)
+	id, ok := parseID(e.id)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	p := c.pending[id]
+	c.mu.Unlock()
+	if p == nil || !p.stream {
+		return false
+	}
+	p.mu.Lock()
+	p.items = append(p.items, item)
+	p.mu.Unlock()
+	select {
+	case p.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// itemOf returns a copy of the "item" member of stream params.
+func itemOf(params []byte) []byte {
+	var v struct {
+		Item json.RawMessage `json:"item"`
+	}
+	if json.Unmarshal(params, &v) != nil || v.Item == nil {
+		return []byte("null")
+	}
+	return v.Item
+}
+
+// parseID returns the number an id of ours was written as.
+func parseID(raw []byte) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, d := range raw {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	return n, true
+}
+
+// deliver hands a response to the call it answers.
+func (c *Client) deliver(e *envelope) {
+	resp, why := e.response()
+	if why != "" {
+		c.log.Debug("jsonrpc: dropped an invalid response", slog.String("reason", why))
+		return
+	}
+	id, ok := parseID(e.id)
+	var p *pending
+	if ok {
+		c.mu.Lock()
+		p = c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}
+	if p == nil {
+		if c.opts.OnUnknownResponse != nil {
+			resp.ID = ID{raw: string(e.id)}
+			if resp.Result != nil {
+				resp.Result = append(json.RawMessage(nil), resp.Result...)
+			}
+			c.opts.OnUnknownResponse(&resp)
+		} else {
+			c.log.Debug("jsonrpc: dropped a response with an unknown id", slog.String("id", string(e.id)))
+		}
+		return
+	}
+	if resp.Error != nil {
+		p.err = resp.Error
+	} else {
+		p.result = append([]byte(nil), resp.Result...)
+	}
+	close(p.done)
+}

@@ -1,0 +1,91 @@
+package jsonrpc
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// DefaultWaitDelay is how long [Process.Close] waits for a child process
+// to exit once its standard input is closed, before it kills it.
+const DefaultWaitDelay = 5 * time.Second
+
+// A Process is a child process that serves JSON-RPC on its standard input
+// and output, with a [Client] connected to it.
+type Process struct {
+	*Client
+
+	// Cmd is the running command.
+	Cmd *exec.Cmd
+
+	// WaitDelay is how long Close waits for the process to exit after
+	// closing its standard input; zero means [DefaultWaitDelay].
+	WaitDelay time.Duration
+
+	once   sync.Once
+	waited chan struct{}
+	err    error
+}
+
+// StartProcess starts cmd, which must not have its Stdin or Stdout set,
+// and returns a client that talks to it over its standard input and
+// output. Its standard error is left as cmd has it. opts may be nil.
+//
+// Call Close to shut the process down. If ctx ends first, the process is
+// killed (as with exec.CommandContext).
+func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Process, error) {
+	if cmd.Stdin != nil || cmd.Stdout != nil {
+		return nil, errors.New("jsonrpc: StartProcess: Stdin and Stdout must be unset")
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Process{Cmd: cmd, Client: NewClient(stdout, stdin, opts), waited: make(chan struct{})}
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+		case <-p.waited:
+		}
+	}()
+	return p, nil
+}
+
+// Close shuts the process down cleanly: it closes the process's standard
+// input, waits up to WaitDelay for it to exit (reading what it still
+// writes), kills it if it has not, and closes the client. It returns the
+// process's exit error, as exec.Cmd.Wait does. Close is idempotent.
+func (p *Process) Close() error {
+	p.once.Do(p.shutdown)
+	<-p.waited
+	return p.err
+}
+
+func (p *Process) shutdown() {
+	_ = p.Client.out.Close()
+	delay := p.WaitDelay
+	if delay <= 0 {
+		delay = DefaultWaitDelay
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-p.Client.Done():
+	case <-t.C:
+		_ = p.Cmd.Process.Kill()
+		<-p.Client.Done()
+	}
+	p.err = p.Cmd.Wait()
+	close(p.waited)
+	_ = p.Client.Close()
+}
