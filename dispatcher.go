@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // A Mux is a Handler that dispatches each request to the handler
@@ -17,8 +19,8 @@ import (
 // The zero Mux is empty and ready to use. A Mux is safe for concurrent
 // use: methods may be registered while it serves.
 type Mux struct {
-	mu       sync.RWMutex
-	handlers map[string]Handler
+	mu       sync.Mutex                         // serialises Handle
+	handlers atomic.Pointer[map[string]Handler] // replaced, never changed
 }
 
 var _ Handler = (*Mux)(nil)
@@ -40,13 +42,17 @@ func (m *Mux) Handle(method string, h Handler) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, dup := m.handlers[method]; dup {
-		panic("jsonrpc: Mux.Handle: method registered twice: " + method)
+	var next map[string]Handler
+	if old := m.handlers.Load(); old != nil {
+		if _, dup := (*old)[method]; dup {
+			panic("jsonrpc: Mux.Handle: method registered twice: " + method)
+		}
+		next = maps.Clone(*old)
+	} else {
+		next = make(map[string]Handler)
 	}
-	if m.handlers == nil {
-		m.handlers = make(map[string]Handler)
-	}
-	m.handlers[method] = h
+	next[method] = h
+	m.handlers.Store(&next)
 }
 
 // HandleFunc registers the function f for method, as Handle does.
@@ -62,10 +68,10 @@ func (m *Mux) Handler(method string) Handler {
 	if m == nil {
 		return nil
 	}
-	m.mu.RLock()
-	h := m.handlers[method]
-	m.mu.RUnlock()
-	return h
+	if hs := m.handlers.Load(); hs != nil {
+		return (*hs)[method]
+	}
+	return nil
 }
 
 // ServeJSONRPC calls the handler registered for req.Method, and returns

@@ -89,13 +89,13 @@ func ExampleNotify() {
 	// {"jsonrpc":"2.0","id":7,"result":"built"}
 }
 
-// countParams are the params of the "count" method.
-type countParams struct {
+// countUpToParams are the params of the "count" method.
+type countUpToParams struct {
 	N int `json:"n"`
 }
 
-// countTo yields 1..n; it is the producer behind a streaming method.
-func countTo(ctx context.Context, p countParams) iter.Seq2[int, error] {
+// countUpTo yields 1..n; it is the producer behind a streaming method.
+func countUpTo(ctx context.Context, p countUpToParams) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
 		for i := 1; i <= p.N; i++ {
 			if !yield(i, nil) {
@@ -109,7 +109,7 @@ func countTo(ctx context.Context, p countParams) iter.Seq2[int, error] {
 // that carries the request's id, then comes the one response.
 func ExampleStream() {
 	mux := new(jsonrpc.Mux)
-	mux.Handle("count", jsonrpc.Stream(countTo))
+	mux.Handle("count", jsonrpc.Stream(countUpTo))
 
 	var out bytes.Buffer
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"count","params":{"n":3}}`)

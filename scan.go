@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -25,6 +26,7 @@ type envelope struct {
 	result  []byte
 	err     []byte // "error"
 	dup     bool   // a known member appeared twice
+	dupID   bool   // "id" appeared twice
 	object  bool   // the value was a JSON object
 }
 
@@ -45,8 +47,18 @@ func skipSpace(b []byte, i int) int {
 // escapes, and ok=false if it is not a valid JSON string.
 func scanString(b []byte, i int) (end int, escaped, ok bool) {
 	i++ // opening quote
+	run := 0
 	for i < len(b) {
 		c := b[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			if run++; run == 16 {
+				// A long string: take the rest of the run in bulk.
+				i += plainRun(b[i:])
+				run = 0
+			}
+			continue
+		}
 		switch {
 		case c == '"':
 			return i + 1, escaped, true
@@ -73,8 +85,6 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 			}
 		case c < 0x20:
 			return 0, false, false
-		case c < utf8.RuneSelf:
-			i++
 		default:
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -84,6 +94,40 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 		}
 	}
 	return 0, false, false
+}
+
+// plainRun returns the length of a prefix of s that holds no quote, no
+// backslash, no control character and only valid UTF-8, ending where the
+// next quote or backslash is; or 0 if that span has anything else in it.
+func plainRun(s []byte) int {
+	n := bytes.IndexByte(s, '"')
+	if n < 0 {
+		n = len(s)
+	}
+	if k := bytes.IndexByte(s[:n], '\\'); k >= 0 {
+		n = k
+	}
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	var control, high uint64
+	k := 0
+	for ; k+8 <= n; k += 8 {
+		x := binary.LittleEndian.Uint64(s[k:])
+		control |= (x - ones*0x20) &^ x
+		high |= x
+	}
+	for ; k < n; k++ {
+		if s[k] < 0x20 {
+			return 0
+		}
+		high |= uint64(s[k])
+	}
+	if control&highs != 0 {
+		return 0
+	}
+	if high&highs != 0 && !utf8.Valid(s[:n]) {
+		return 0
+	}
+	return n
 }
 
 func isHex(c byte) bool {
@@ -326,6 +370,7 @@ func scanObject(b []byte, i int, e *envelope) (int, bool) {
 		if slot := e.member(name); slot != nil {
 			if *slot != nil {
 				e.dup = true
+				e.dupID = e.dupID || slot == &e.id
 			}
 			*slot = b[vstart:vend]
 		}
@@ -503,7 +548,7 @@ func (e *envelope) checkRequest() string {
 // replyID returns the id to echo in an error response to e: its own when
 // that is a valid id, and null otherwise.
 func (e *envelope) replyID() []byte {
-	if e.object && !e.dup && e.id != nil && validID(e.id) {
+	if e.object && !e.dupID && e.id != nil && validID(e.id) {
 		return e.id
 	}
 	return nullID

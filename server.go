@@ -196,23 +196,23 @@ type conn struct {
 	out        *LineWriter
 	r, w       any // the caller's reader and writer, closed on abort
 	maxBatch   int
-	maxFlight  int
+	maxFlight  int32
 	hideDetail bool
 	grace      time.Duration
 
 	ctx    context.Context // parent of every handler's context
 	cancel context.CancelCauseFunc
 
-	reader atomic.Pointer[readState] // the current reading role
+	reader  atomic.Pointer[readState] // the current reading role
+	running atomic.Int32              // slots taken by units running
 
 	mu       sync.Mutex
-	cond     sync.Cond // running or queue changed, or stopping
-	running  int       // goroutines running handlers
+	cond     sync.Cond // the queue shrank, or reading stops
 	queue    []*unit
-	active   map[string][]*call // calls that a cancel may reach
-	endErr   error              // why the connection ends
-	live     int                // goroutines of ours still running
-	finished chan struct{}      // closed when live drops to zero
+	active   map[string][]*reqCtx // requests that a cancel may reach
+	endErr   error                // why the connection ends
+	live     int                  // goroutines of ours still running
+	finished chan struct{}        // closed when live drops to zero
 
 	abortOnce sync.Once
 	aborted   chan struct{} // closed by abort
@@ -231,7 +231,7 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		r:          r,
 		w:          w,
 		maxBatch:   s.MaxBatch,
-		maxFlight:  s.MaxInFlight,
+		maxFlight:  int32(min(s.MaxInFlight, 1<<30)),
 		hideDetail: s.HideErrorDetail,
 		grace:      s.CancelGrace,
 		finished:   make(chan struct{}),
@@ -256,6 +256,7 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	c.cond.L = &c.mu
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	c.in.beforeRead = c.beforeRead
+	c.in.afterRead = c.afterRead
 	return c
 }
 
@@ -274,14 +275,16 @@ func (c *conn) serve(ctx context.Context) error {
 		c.abort(context.Cause(ctx))
 	case <-c.aborted:
 	}
+	grace := time.NewTimer(c.grace)
 	select {
 	case <-c.finished:
-	case <-time.After(c.grace):
+	case <-grace.C:
 		// Abandon what is still running; unblock a stuck writer.
 		if wc, ok := c.w.(io.Closer); ok {
 			_ = wc.Close()
 		}
 	}
+	grace.Stop()
 	_ = c.out.Flush()
 	c.cancel(context.Canceled)
 	<-watchdogDone
@@ -289,11 +292,8 @@ func (c *conn) serve(ctx context.Context) error {
 	c.mu.Lock()
 	err := c.endErr
 	c.mu.Unlock()
-	if err == nil {
+	if err == nil || errors.Is(err, io.EOF) {
 		err = c.out.Err()
-	}
-	if errors.Is(err, io.EOF) {
-		return nil
 	}
 	if errors.Is(err, ErrServerClosed) {
 		return ErrServerClosed
@@ -301,14 +301,7 @@ func (c *conn) serve(ctx context.Context) error {
 	return err
 }
 
-// enter and exit count the goroutines of the connection; the last to exit
-// closes finished.
-func (c *conn) enter() {
-	c.mu.Lock()
-	c.live++
-	c.mu.Unlock()
-}
-
+// exit counts a goroutine of the connection out; the last closes finished.
 func (c *conn) exit() {
 	c.mu.Lock()
 	c.live--
@@ -340,7 +333,6 @@ func (c *conn) abort(cause error) {
 		c.stopReading(cause)
 		c.mu.Lock()
 		c.queue = nil
-		c.cond.Broadcast()
 		c.mu.Unlock()
 		c.cancel(cause)
 		c.out.fail(&closedError{cause: cause})
@@ -348,26 +340,48 @@ func (c *conn) abort(cause error) {
 	})
 }
 
+func (c *conn) isAborted() bool {
+	select {
+	case <-c.aborted:
+		return true
+	default:
+		return false
+	}
+}
+
 // beforeRead runs when the reader is about to block in Read: it flushes
-// the responses gathered so far.
+// the responses gathered so far, and lets the watchdog rest.
 func (c *conn) beforeRead() {
 	if err := c.out.Flush(); err != nil {
 		c.abort(err)
 	}
+	c.reading.Store(true)
 }
 
-// readState is what the reading role owns; it passes to a new goroutine,
-// fresh, when a handler holds the reader up for too long.
+// afterRead wakes the watchdog if it rests.
+func (c *conn) afterRead() {
+	c.reading.Store(false)
+	if c.parked.Load() {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// readState is what the reading role owns. When a handler holds the
+// reading goroutine up for too long, the role passes to a new goroutine
+// with a fresh readState, and the old one stays with the handler.
 type readState struct {
 	// state is seq<<2 | busy | handedOff, where seq counts the units run
 	// inline.
 	state   atomic.Uint64
-	current atomic.Pointer[call] // the call running inline
+	current atomic.Pointer[reqCtx] // the request running inline
 
 	env    envelope
 	batch  []envelope
 	unit   unit
-	slab   []call
+	slab   []reqCtx
 	arena  arena
 	names  map[string]string
 	buf    []byte // scratch for batch responses
@@ -383,14 +397,16 @@ func newReadState() *readState {
 	return &readState{names: make(map[string]string)}
 }
 
-func (rs *readState) newCall(c *conn) *call {
+// newCtx returns a fresh request context. Contexts are carved from blocks
+// and never reused, so one a handler keeps stays valid (and cancelled).
+func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 	if len(rs.slab) == 0 {
-		rs.slab = make([]call, 32)
+		rs.slab = make([]reqCtx, 64)
 	}
-	cl := &rs.slab[0]
+	rc := &rs.slab[0]
 	rs.slab = rs.slab[1:]
-	cl.conn = c
-	return cl
+	rc.conn, rc.id, rc.inBatch = c, id, inBatch
+	return rc
 }
 
 // intern returns the method name as a string, without allocating for the
@@ -449,10 +465,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	case lineInvalidJSON:
 		c.writeError(nullID, ErrParse, false)
 		return true
-	case lineOther:
-		c.writeError(nullID, ErrInvalidRequest, false)
-		return true
-	case lineEmptyBatch:
+	case lineOther, lineEmptyBatch:
 		c.writeError(nullID, ErrInvalidRequest, false)
 		return true
 	case lineBatch:
@@ -467,29 +480,25 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		}
 	}
 
-	c.mu.Lock()
-	if c.running >= c.maxFlight {
-		c.mu.Unlock()
+	if c.running.Add(1) > c.maxFlight {
+		c.running.Add(-1)
 		c.enqueue(rs, line)
 		return true
 	}
-	c.running++
-	c.mu.Unlock()
-
 	u := &rs.unit
-	c.buildUnit(rs, u, kind, false)
-	if u.empty() {
-		c.releaseSlot()
+	c.buildUnit(rs, u, kind)
+	if len(u.tasks) == 0 {
+		c.running.Add(-1)
 		return true
 	}
-	// current is set before busy, so that a handoff never sees a call of
-	// an earlier unit.
-	rs.current.Store(u.calls[0])
+	// current is set before busy, so that a handoff never sees a request
+	// of an earlier unit.
+	rs.current.Store(u.tasks[0].ctx)
 	seq := rs.state.Load()>>2 + 1
 	rs.state.Store(seq<<2 | stateBusy)
 	c.runUnit(u, rs)
 	if rs.state.CompareAndSwap(seq<<2|stateBusy, seq<<2) {
-		c.releaseSlot()
+		c.running.Add(-1)
 		return true
 	}
 	// Reading moved on without us: finish as a worker.
@@ -505,93 +514,87 @@ func (e *envelope) isCancel() bool {
 // unit is the work of one line: a single request, or the entries of a
 // batch in order.
 type unit struct {
-	calls []*call
+	tasks []task
 	batch bool
 }
 
-func (u *unit) empty() bool { return len(u.calls) == 0 }
+// task is one request of a unit.
+type task struct {
+	req    Request
+	ctx    *reqCtx
+	preErr *Error // answer with this and do not run
+}
 
-// buildUnit turns the scanned line into the calls of u. Invalid entries
-// become calls that carry their error; cancels inside a batch take effect
-// at once and become nothing. When own is set, u gets slices of its own and
-// every call with an id is made reachable by a cancel.
-func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, own bool) {
-	u.calls = u.calls[:0]
+// buildUnit turns the scanned line into the tasks of u. Invalid entries
+// become tasks that carry their error; cancels inside a batch take effect
+// at once and become nothing; valid responses from the peer are dropped.
+func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind) {
+	u.tasks = u.tasks[:0]
 	u.batch = kind == lineBatch
 	if kind == lineObject {
-		if cl := c.buildCall(rs, &rs.env, false); cl != nil {
-			u.calls = append(u.calls, cl)
-		}
-	} else {
-		for i := range rs.batch {
-			e := &rs.batch[i]
-			if e.isCancel() {
-				c.cancelFrom(rs, e.params)
-				continue
-			}
-			if cl := c.buildCall(rs, e, true); cl != nil {
-				u.calls = append(u.calls, cl)
-			}
-		}
+		c.addTask(rs, u, &rs.env, false)
+		return
 	}
-	if own {
-		c.mu.Lock()
-		for _, cl := range u.calls {
-			c.registerLocked(cl)
+	for i := range rs.batch {
+		e := &rs.batch[i]
+		if e.isCancel() {
+			c.cancelFrom(rs, e.params)
+			continue
 		}
-		c.mu.Unlock()
+		c.addTask(rs, u, e, true)
 	}
 }
 
-// buildCall makes the call for one envelope, or returns nil for something
-// that needs no answer (a valid response from the peer).
-func (c *conn) buildCall(rs *readState, e *envelope, inBatch bool) *call {
+// addTask appends the task for one envelope to u.
+func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	why := e.checkRequest()
 	if why != "" && e.object && e.method == nil && (e.result != nil || e.err != nil) {
 		if _, rwhy := e.response(); rwhy == "" {
-			c.log.Debug("jsonrpc: dropped a response to a server", slog.String("id", string(e.id)))
-			return nil
+			c.log.Debug("jsonrpc: dropped a response sent to a server", slog.String("id", string(e.id)))
+			return
 		}
 	}
-	cl := rs.newCall(c)
-	cl.inBatch = inBatch
+	u.tasks = append(u.tasks, task{})
+	t := &u.tasks[len(u.tasks)-1]
 	if why != "" {
-		cl.req.ID = ID{raw: rs.arena.str(e.replyID())}
 		// The specification's examples fix the wire error to the bare
 		// code and message; the reason goes to the log.
 		c.log.Debug("jsonrpc: invalid request", slog.String("reason", why))
-		cl.preErr = ErrInvalidRequest
-		return cl
+		t.req.ID = ID{raw: rs.arena.str(e.replyID())}
+		t.preErr = ErrInvalidRequest
+		return
 	}
-	cl.req.Method = rs.intern(methodName(e.method))
+	t.req.Method = rs.intern(methodName(e.method))
 	if e.id != nil {
-		cl.req.ID = ID{raw: rs.arena.str(e.id)}
+		t.req.ID = ID{raw: rs.arena.str(e.id)}
 	}
-	cl.req.Params = e.params
-	return cl
+	t.req.Params = e.params
+	t.ctx = rs.newCtx(c, t.req.ID.raw, inBatch)
 }
 
 // enqueue queues a copy of line for a worker, waiting while the queue is
-// full. Its calls are reachable by a cancel from now on.
+// full. Its requests are reachable by a cancel from then on.
 func (c *conn) enqueue(rs *readState, line []byte) {
 	own := append([]byte(nil), line...)
 	var kind lineKind
 	kind, rs.batch = scanLine(own, &rs.env, rs.batch)
 	u := &unit{}
-	c.buildUnit(rs, u, kind, true)
-	if u.empty() {
+	c.buildUnit(rs, u, kind)
+	if len(u.tasks) == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.queue) >= c.maxFlight && c.running >= c.maxFlight && !c.stopping.Load() {
+	for _, t := range u.tasks {
+		c.registerLocked(t.ctx)
+	}
+	for len(c.queue) >= int(c.maxFlight) && c.running.Load() >= c.maxFlight && !c.stopping.Load() {
 		c.cond.Wait()
 	}
 	if c.isAborted() {
 		return
 	}
-	if c.running < c.maxFlight {
-		c.running++
+	if c.running.Add(1) <= c.maxFlight {
 		c.live++
 		go func() {
 			defer c.exit()
@@ -600,24 +603,18 @@ func (c *conn) enqueue(rs *readState, line []byte) {
 		}()
 		return
 	}
+	c.running.Add(-1)
 	c.queue = append(c.queue, u)
 }
 
-func (c *conn) isAborted() bool {
-	select {
-	case <-c.aborted:
-		return true
-	default:
-		return false
-	}
-}
-
 // work runs queued units until there are none, then gives up its slot.
+// While a unit waits in the queue, every slot is held by a worker, so the
+// queue never waits without one.
 func (c *conn) work() {
 	for {
 		c.mu.Lock()
 		if len(c.queue) == 0 {
-			c.running--
+			c.running.Add(-1)
 			c.cond.Broadcast()
 			c.mu.Unlock()
 			return
@@ -631,23 +628,14 @@ func (c *conn) work() {
 	}
 }
 
-func (c *conn) releaseSlot() {
-	c.mu.Lock()
-	c.running--
-	if len(c.queue) > 0 {
-		c.cond.Broadcast()
-	}
-	c.mu.Unlock()
-}
-
-// runUnit runs the calls of u in order and writes the answer. rs is the
+// runUnit runs the tasks of u in order and writes the answer. rs is the
 // reading role when the unit runs inline, and nil on a worker.
 //
 // While the unit runs inline, nothing is registered for cancels: nobody
 // reads while it runs. If the watchdog hands reading on meanwhile, it
-// registers the call running then; from that point this goroutine
-// registers each later call itself, and takes every call out of reach once
-// it has finished.
+// registers the request running then; from that point this goroutine
+// registers each later request itself, and takes every request out of
+// reach once it has finished.
 func (c *conn) runUnit(u *unit, rs *readState) {
 	var out []byte
 	if u.batch {
@@ -657,31 +645,34 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 		out = append(out, '[')
 	}
 	n := 0
-	var prev *call
-	for _, cl := range u.calls {
-		if offReader(rs) {
-			c.settle(prev)
-			c.register(cl)
-		} else {
-			rs.current.Store(cl)
+	var prev *reqCtx
+	for i := range u.tasks {
+		t := &u.tasks[i]
+		if t.ctx != nil {
+			if offReader(rs) {
+				c.settle(prev)
+				c.register(t.ctx)
+			} else {
+				rs.current.Store(t.ctx)
+			}
+			prev = t.ctx
 		}
-		prev = cl
-		result, werr, ok := c.invoke(cl)
-		if !ok || cl.req.ID.IsZero() {
+		result, werr, ok := c.invoke(t)
+		if !ok || t.req.ID.IsZero() {
 			continue
 		}
 		if !u.batch {
 			if offReader(rs) {
-				c.settle(cl)
+				c.settle(prev)
 			}
-			c.writeAnswer(cl, result, werr, offReader(rs))
+			c.writeAnswer(t.req.ID.raw, result, werr, offReader(rs))
 			return
 		}
 		if n > 0 {
 			out = append(out, ',')
 		}
 		n++
-		out = appendAnswer(out, cl, result, werr)
+		out = appendAnswer(out, t.req.ID.raw, result, werr)
 	}
 	if offReader(rs) {
 		c.settle(prev)
@@ -704,56 +695,56 @@ func offReader(rs *readState) bool {
 	return rs == nil || rs.state.Load()&stateHandedOff != 0
 }
 
-func (c *conn) register(cl *call) {
+func (c *conn) register(rc *reqCtx) {
 	c.mu.Lock()
-	c.registerLocked(cl)
+	c.registerLocked(rc)
 	c.mu.Unlock()
 }
 
-// settle takes a finished call out of reach of cancels, if a handoff
-// registered it.
-func (c *conn) settle(cl *call) {
-	if cl == nil {
+// settle takes a finished request out of reach of cancels.
+func (c *conn) settle(rc *reqCtx) {
+	if rc == nil {
 		return
 	}
 	c.mu.Lock()
-	cl.finished = true
-	if cl.registered {
-		c.unregisterLocked(cl)
+	rc.settled = true
+	if rc.registered {
+		c.unregisterLocked(rc)
 	}
 	c.mu.Unlock()
 }
 
-func (c *conn) registerLocked(cl *call) {
-	if cl.finished || cl.registered || cl.req.ID.IsZero() || cl.preErr != nil {
+func (c *conn) registerLocked(rc *reqCtx) {
+	if rc == nil || rc.settled || rc.registered || rc.id == "" {
 		return
 	}
 	if c.active == nil {
-		c.active = make(map[string][]*call)
+		c.active = make(map[string][]*reqCtx)
 	}
-	c.active[cl.req.ID.raw] = append(c.active[cl.req.ID.raw], cl)
-	cl.registered = true
+	c.active[rc.id] = append(c.active[rc.id], rc)
+	rc.registered = true
 }
 
-func (c *conn) unregisterLocked(cl *call) {
-	cl.registered = false
-	list := c.active[cl.req.ID.raw]
+func (c *conn) unregisterLocked(rc *reqCtx) {
+	rc.registered = false
+	list := c.active[rc.id]
 	for i, x := range list {
-		if x == cl {
+		if x == rc {
 			list = append(list[:i], list[i+1:]...)
 			break
 		}
 	}
 	if len(list) == 0 {
-		delete(c.active, cl.req.ID.raw)
+		delete(c.active, rc.id)
 	} else {
-		c.active[cl.req.ID.raw] = list
+		c.active[rc.id] = list
 	}
 }
 
 // cancelFrom handles the params of a cancel notification: it cancels the
-// context of every call in flight with that id. A call that has not
-// started yet will not run; it is answered with CodeRequestCancelled.
+// context of every request in flight with that id. A request that has not
+// started yet will not run; unless it is part of a batch, it is answered
+// with CodeRequestCancelled at once.
 func (c *conn) cancelFrom(rs *readState, params []byte) {
 	e := &rs.cancel
 	e.reset()
@@ -764,19 +755,17 @@ func (c *conn) cancelFrom(rs *readState, params []byte) {
 		return
 	}
 	c.mu.Lock()
-	list := append([]*call(nil), c.active[string(e.id)]...)
+	list := append([]*reqCtx(nil), c.active[string(e.id)]...)
 	c.mu.Unlock()
-	for _, cl := range list {
-		old := cl.flags.Or(flagPeerCancelled)
-		if old&(flagStarted|flagPeerCancelled) == 0 && !cl.inBatch {
-			// Still waiting for a slot: it will never run, and is
-			// answered now.
-			if cl.flags.Or(flagAnswered)&flagStarted == 0 {
-				c.settle(cl)
-				c.writeAnswer(cl, nil, ErrRequestCancelled, true)
+	for _, rc := range list {
+		old := rc.flags.Or(flagPeerCancelled)
+		if old&(flagStarted|flagPeerCancelled) == 0 && !rc.inBatch {
+			if rc.flags.Or(flagAnswered)&flagStarted == 0 {
+				c.settle(rc)
+				c.writeAnswer(rc.id, nil, ErrRequestCancelled, true)
 			}
 		}
-		cl.cancel(context.Canceled)
+		rc.cancel(context.Canceled)
 	}
 }
 
@@ -831,108 +820,131 @@ func (c *conn) handoff(rs *readState, s uint64) {
 		c.exit()
 		return
 	}
-	if cl := rs.current.Load(); cl != nil {
-		c.mu.Lock()
-		c.registerLocked(cl)
-		c.mu.Unlock()
-	}
+	c.register(rs.current.Load())
 	next := newReadState()
 	c.reader.Store(next)
 	go c.readLoop(next, true)
 }
 
-// call is one request being served. It is also the handler's context:
-// cancellation is armed lazily, so a handler that never asks for Done costs
-// no channel and no goroutine.
-type call struct {
-	conn   *conn
-	req    Request
-	preErr *Error // answer with this and do not run
-
-	mu      sync.Mutex
-	done    chan struct{}
-	err     error
-	stopper func() bool
-
+// reqCtx is the context of one request. Cancellation is armed lazily: a
+// handler that never asks for Done costs no channel and no goroutine, and
+// the contexts of many requests share one allocation.
+type reqCtx struct {
+	conn    *conn
+	id      string // the request's id; "" for a notification
+	armed   atomic.Pointer[armedCtx]
+	flags   atomic.Uint32
 	inBatch bool
-	flags   atomic.Uint32 // flagStarted, flagPeerCancelled, flagAnswered
 
 	// Guarded by conn.mu.
 	registered bool
-	finished   bool
+	settled    bool
+}
+
+// armedCtx is the part of a reqCtx made on demand.
+type armedCtx struct {
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
+	stop func() bool
 }
 
 const (
-	flagStarted       = 1 << iota // invoke has begun
+	flagStarted       = 1 << iota // the handler has been called, or skipped
 	flagPeerCancelled             // a cancel for its id arrived
 	flagAnswered                  // answered before it started
+	flagEnded                     // the handler returned
 )
 
-var _ context.Context = (*call)(nil)
+var _ context.Context = (*reqCtx)(nil)
 
 // Deadline returns the deadline of the context Serve was given.
-func (cl *call) Deadline() (time.Time, bool) { return cl.conn.ctx.Deadline() }
+func (rc *reqCtx) Deadline() (time.Time, bool) { return rc.conn.ctx.Deadline() }
 
-// Done returns a channel closed when the call is cancelled, finishes, or
-// the connection stops.
-func (cl *call) Done() <-chan struct{} {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.done == nil {
-		cl.done = make(chan struct{})
-		parent := cl.conn.ctx
-		if cl.err == nil && parent.Err() != nil {
-			cl.err = context.Cause(parent)
+// arm returns the armed part of rc, making it on first use.
+func (rc *reqCtx) arm() *armedCtx {
+	if a := rc.armed.Load(); a != nil {
+		return a
+	}
+	rc.armed.CompareAndSwap(nil, new(armedCtx))
+	return rc.armed.Load()
+}
+
+// Done returns a channel closed when the request is cancelled, its handler
+// returns, or the connection stops.
+func (rc *reqCtx) Done() <-chan struct{} {
+	a := rc.arm()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done == nil {
+		a.done = make(chan struct{})
+		parent := rc.conn.ctx
+		if a.err == nil && rc.flags.Load()&flagEnded != 0 {
+			a.err = context.Canceled
 		}
-		if cl.err != nil {
-			close(cl.done)
+		if a.err == nil && parent.Err() != nil {
+			a.err = context.Cause(parent)
+		}
+		if a.err != nil {
+			close(a.done)
 		} else if parent.Done() != nil {
-			cl.stopper = context.AfterFunc(parent, func() { cl.cancel(context.Cause(parent)) })
+			a.stop = context.AfterFunc(parent, func() { rc.cancel(context.Cause(parent)) })
 		}
 	}
-	return cl.done
+	return a.done
 }
 
-// Err reports why the call's context ended, or nil.
-func (cl *call) Err() error {
-	cl.mu.Lock()
-	err := cl.err
-	cl.mu.Unlock()
-	if err != nil {
-		return contextErr(err)
+// Err reports why the context ended, or nil.
+func (rc *reqCtx) Err() error {
+	if rc.flags.Load()&flagEnded != 0 {
+		return context.Canceled
 	}
-	return cl.conn.ctx.Err()
-}
-
-func contextErr(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return context.DeadlineExceeded
+	if a := rc.armed.Load(); a != nil {
+		a.mu.Lock()
+		err := a.err
+		a.mu.Unlock()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return context.DeadlineExceeded
+			}
+			return context.Canceled
+		}
 	}
-	return context.Canceled
+	return rc.conn.ctx.Err()
 }
 
-// Value returns the call itself for the package's key, and otherwise
-// looks in the context Serve was given.
-func (cl *call) Value(key any) any {
+// Value returns the sender for the package's key, and otherwise looks in
+// the context Serve was given.
+func (rc *reqCtx) Value(key any) any {
 	if key == (senderKey{}) {
-		return cl
+		return rc
 	}
-	return cl.conn.ctx.Value(key)
+	return rc.conn.ctx.Value(key)
 }
 
-func (cl *call) cancel(err error) {
-	cl.mu.Lock()
-	if cl.err == nil {
-		cl.err = err
-		if cl.done != nil {
-			close(cl.done)
+// cancel ends the context with err, unless it has already ended.
+func (rc *reqCtx) cancel(err error) {
+	a := rc.arm()
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+		if a.done != nil {
+			close(a.done)
 		}
 	}
-	stop := cl.stopper
-	cl.stopper = nil
-	cl.mu.Unlock()
+	stop := a.stop
+	a.stop = nil
+	a.mu.Unlock()
 	if stop != nil {
 		stop()
+	}
+}
+
+// end marks the handler returned; only an armed context has more to do.
+func (rc *reqCtx) end() {
+	rc.flags.Or(flagEnded)
+	if rc.armed.Load() != nil {
+		rc.cancel(context.Canceled)
 	}
 }
 
@@ -946,27 +958,37 @@ type sender interface {
 	emit(item any) error
 }
 
-func (cl *call) notify(method string, params any) error {
+// errHandlerReturned is returned by Notify on the context of a handler
+// that has already returned.
+var errHandlerReturned = errors.New("jsonrpc: notify after the handler returned")
+
+func (rc *reqCtx) notify(method string, params any) error {
+	if rc.flags.Load()&flagEnded != 0 {
+		return errHandlerReturned
+	}
 	raw, err := encodeParams(params)
 	if err != nil {
 		return err
 	}
-	return cl.conn.out.append(func(b []byte) []byte {
+	return rc.conn.out.append(func(b []byte) []byte {
 		return appendRequest(b, "", method, raw)
 	}, true)
 }
 
-func (cl *call) emit(item any) error {
-	if cl.req.ID.IsZero() {
+func (rc *reqCtx) emit(item any) error {
+	if rc.flags.Load()&flagEnded != 0 {
+		return errHandlerReturned
+	}
+	if rc.id == "" {
 		return nil
 	}
 	raw, err := encodeValue(item)
 	if err != nil {
 		return err
 	}
-	return cl.conn.out.append(func(b []byte) []byte {
+	return rc.conn.out.append(func(b []byte) []byte {
 		b = append(b, `{"jsonrpc":"2.0","method":"`+StreamMethod+`","params":{"id":`...)
-		b = append(b, cl.req.ID.raw...)
+		b = append(b, rc.id...)
 		b = append(b, `,"item":`...)
 		b = append(b, raw...)
 		return append(b, "}}"...)
@@ -979,15 +1001,16 @@ func limitError(reason string, limit int) *Error {
 	return ErrInvalidRequest.WithData(map[string]any{"reason": reason, "limit": limit})
 }
 
-// invoke runs the handler for cl and encodes its result. It returns
-// ok=false when the call was already answered, having been cancelled while
-// it waited for a slot.
-func (c *conn) invoke(cl *call) (result []byte, werr *Error, ok bool) {
-	if cl.preErr != nil {
-		return nil, cl.preErr, true
+// invoke runs the handler for t and encodes its result. It returns
+// ok=false when the request was already answered, having been cancelled
+// while it waited for a slot.
+func (c *conn) invoke(t *task) (result []byte, werr *Error, ok bool) {
+	if t.preErr != nil {
+		return nil, t.preErr, true
 	}
-	if old := cl.flags.Or(flagStarted); old != 0 {
-		cl.cancel(context.Canceled)
+	rc := t.ctx
+	if old := rc.flags.Or(flagStarted); old != 0 {
+		rc.end()
 		if old&flagAnswered != 0 {
 			return nil, nil, false
 		}
@@ -996,29 +1019,37 @@ func (c *conn) invoke(cl *call) (result []byte, werr *Error, ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			c.log.Error("jsonrpc: handler panicked",
-				slog.String("method", cl.req.Method),
+				slog.String("method", t.req.Method),
 				slog.Any("panic", v),
 				slog.String("stack", string(debug.Stack())))
 			result, werr, ok = nil, internalError("panic", fmt.Sprint(v), c.hideDetail), true
 		}
-		cl.cancel(context.Canceled)
+		rc.end()
 	}()
-	v, err := c.handler.ServeJSONRPC(cl, &cl.req)
+	v, err := c.handler.ServeJSONRPC(rc, &t.req)
 	if err != nil {
-		if cl.req.ID.IsZero() {
+		if t.req.ID.IsZero() {
 			c.log.Debug("jsonrpc: notification handler failed",
-				slog.String("method", cl.req.Method), slog.Any("error", err))
+				slog.String("method", t.req.Method), slog.Any("error", err))
 		}
-		return nil, toWireError(err, cl.flags.Load()&flagPeerCancelled != 0, c.hideDetail), true
+		return nil, toWireError(err, rc.flags.Load()&flagPeerCancelled != 0, c.hideDetail), true
 	}
-	if cl.req.ID.IsZero() {
+	if t.req.ID.IsZero() {
 		return nil, nil, true
+	}
+	if raw, isRaw := v.(json.RawMessage); isRaw && sameBytes(raw, t.req.Params) {
+		return raw, nil, true // the request's own params, validated as read
 	}
 	raw, err := encodeValue(v)
 	if err != nil {
 		return nil, internalError(fmt.Sprintf("%T", err), "cannot encode result: "+err.Error(), c.hideDetail), true
 	}
 	return raw, nil, true
+}
+
+// sameBytes reports whether a and b are the same non-empty slice of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
 // encodeValue encodes a result or stream item. Raw JSON passes through as
@@ -1060,17 +1091,17 @@ func encodeParams(params any) ([]byte, error) {
 	return raw, nil
 }
 
-func appendAnswer(b []byte, cl *call, result []byte, werr *Error) []byte {
+func appendAnswer(b []byte, id string, result []byte, werr *Error) []byte {
 	if werr != nil {
-		return appendErrorResponse(b, cl.req.ID.raw, werr)
+		return appendErrorResponse(b, id, werr)
 	}
-	return appendResultResponse(b, cl.req.ID.raw, result)
+	return appendResultResponse(b, id, result)
 }
 
-// writeAnswer writes the response to cl; flush is set off the reading
-// goroutine, where nobody else would flush it soon.
-func (c *conn) writeAnswer(cl *call, result []byte, werr *Error, flush bool) {
-	err := c.out.append(func(b []byte) []byte { return appendAnswer(b, cl, result, werr) }, flush)
+// writeAnswer writes a response; flush is set off the reading goroutine,
+// where nobody else would flush it soon.
+func (c *conn) writeAnswer(id string, result []byte, werr *Error, flush bool) {
+	err := c.out.append(func(b []byte) []byte { return appendAnswer(b, id, result, werr) }, flush)
 	if err != nil {
 		c.abort(err)
 	}

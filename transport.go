@@ -47,9 +47,9 @@ type LineReader struct {
 	err     error
 	closed  atomic.Bool
 
-	// beforeRead, if set, runs each time the reader is about to call Read
-	// on r and may block: the server flushes its output there.
-	beforeRead func()
+	// beforeRead and afterRead, if set, run around each call of Read on
+	// r, which may block: the server flushes its output before it.
+	beforeRead, afterRead func()
 }
 
 // NewLineReader returns a LineReader that reads from r messages of at most
@@ -144,6 +144,9 @@ func (lr *LineReader) fill() {
 		lr.beforeRead()
 	}
 	n, err := lr.r.Read(lr.buf[lr.end:])
+	if lr.afterRead != nil {
+		lr.afterRead()
+	}
 	if n < 0 || n > len(lr.buf)-lr.end {
 		n, err = 0, errors.New("jsonrpc: reader returned an invalid count")
 	}

@@ -1,0 +1,186 @@
+package jsonrpc_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// benchMux has the raw echo handler and the typed subtract handler of the
+// performance workloads.
+func benchMux() *jsonrpc.Mux {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	type sub struct {
+		Minuend    int `json:"minuend"`
+		Subtrahend int `json:"subtrahend"`
+	}
+	mux.Handle("subtract", jsonrpc.Func(func(_ context.Context, p sub) (int, error) {
+		return p.Minuend - p.Subtrahend, nil
+	}))
+	return mux
+}
+
+// workload returns n lines made by line(i), and how many of them are
+// requests.
+func workload(n int, line func(i int) string) []byte {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(line(i))
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+func echoLine(i int) string {
+	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"echo","params":[` + strconv.Itoa(i) + `,"hello"]}`
+}
+
+// BenchmarkServe measures the whole input stream from memory through Serve
+// into a buffer; ns/op and allocs/op are per request.
+func BenchmarkServe(b *testing.B) {
+	big := strings.Repeat("x", 256<<10)
+	cases := []struct {
+		name  string
+		n     int // requests per line
+		lines int
+		line  func(i int) string
+		size  bool
+	}{
+		{"W1echo", 1, 10000, echoLine, false},
+		{"W2typed", 1, 10000, func(i int) string {
+			return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"subtract","params":{"minuend":` + strconv.Itoa(i) + `,"subtrahend":3}}`
+		}, false},
+		{"W3batch", 10, 1000, func(i int) string {
+			parts := make([]string, 10)
+			for k := range parts {
+				parts[k] = echoLine(i*10 + k)
+			}
+			return "[" + strings.Join(parts, ",") + "]"
+		}, false},
+		{"W4notify", 1, 10000, func(i int) string {
+			return `{"jsonrpc":"2.0","method":"echo","params":[` + strconv.Itoa(i) + `,"hello"]}`
+		}, false},
+		{"W5big", 1, 20, func(i int) string {
+			return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"echo","params":["` + big + `"]}`
+		}, true},
+	}
+	mux := benchMux()
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			input := workload(tc.lines, tc.line)
+			var out bytes.Buffer
+			srv := &jsonrpc.Server{Handler: mux}
+			requests := tc.lines * tc.n
+			if tc.size {
+				b.SetBytes(int64(len(input) / requests))
+			}
+			b.ReportAllocs()
+			var rounds int
+			for b.Loop() {
+				out.Reset()
+				if err := srv.Serve(b.Context(), bytes.NewReader(input), &out); err != nil {
+					b.Fatal(err)
+				}
+				rounds++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rounds*requests), "ns/req")
+		})
+	}
+}
+
+// BenchmarkParse measures strict decoding of one request.
+func BenchmarkParse(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":12345,"method":"subtract","params":{"minuend":42,"subtrahend":23}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var req jsonrpc.Request
+		if err := req.UnmarshalJSON(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDispatch measures a Mux dispatching to the typed adapter.
+func BenchmarkDispatch(b *testing.B) {
+	mux := benchMux()
+	req := &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "subtract", Params: json.RawMessage(`{"minuend":42,"subtrahend":23}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := mux.ServeJSONRPC(b.Context(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWrite measures LineWriter buffering one message.
+func BenchmarkWrite(b *testing.B) {
+	w := jsonrpc.NewLineWriter(io.Discard)
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":[1,"hello"]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.WriteMessage(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRoundTrip measures calls from a Client to Serve over io.Pipe,
+// from one caller and from 64 at once.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, callers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			serverIn, clientOut := io.Pipe()
+			clientIn, serverOut := io.Pipe()
+			served := make(chan error, 1)
+			go func() {
+				served <- jsonrpc.Serve(context.Background(), serverIn, serverOut, benchMux())
+				serverOut.Close()
+			}()
+			client := jsonrpc.NewClient(clientIn, clientOut, nil)
+			params := json.RawMessage(`[1,"hello"]`)
+			b.ReportAllocs()
+			var mu sync.Mutex
+			var failed error
+			b.SetParallelism(callers)
+			if callers == 1 {
+				for b.Loop() {
+					var out json.RawMessage
+					if err := client.Call(context.Background(), "echo", params, &out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			} else {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						var out json.RawMessage
+						if err := client.Call(context.Background(), "echo", params, &out); err != nil {
+							mu.Lock()
+							failed = err
+							mu.Unlock()
+							return
+						}
+					}
+				})
+			}
+			clientOut.Close()
+			if err := <-served; err != nil {
+				b.Fatal(err)
+			}
+			client.Close()
+			if failed != nil {
+				b.Fatal(failed)
+			}
+		})
+	}
+}
