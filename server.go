@@ -383,8 +383,8 @@ type readState struct {
 	unit   unit
 	slab   []reqCtx
 	arena  arena
-	names  map[string]string
-	buf    []byte // scratch for batch responses
+	names  map[string]*method // passed on with the reading role
+	buf    []byte             // scratch for batch responses
 	cancel envelope
 }
 
@@ -394,8 +394,29 @@ const (
 )
 
 func newReadState() *readState {
-	return &readState{names: make(map[string]string)}
+	return &readState{names: make(map[string]*method)}
 }
+
+// method is what the server learns about a method name as it serves it.
+//
+// Requests run inline on the reading goroutine, which is the fastest way
+// to run a handler that returns quickly. A method whose handler held the
+// reader up until reading was handed off is marked slow, and its requests
+// then start on goroutines of their own, so that handlers that wait (on
+// I/O, on timers) run side by side. A slow method that then returns
+// quickly many times in a row is marked fast again.
+type method struct {
+	name string
+	slow atomic.Bool
+	fast atomic.Int32 // quick runs in a row while slow
+}
+
+// quickRun is how short a run on a goroutine of its own counts as quick,
+// and quickRuns how many in a row make a slow method fast again.
+const (
+	quickRun  = 50 * time.Microsecond
+	quickRuns = 64
+)
 
 // newCtx returns a fresh request context. Contexts are carved from blocks
 // and never reused, so one a handler keeps stays valid (and cancelled).
@@ -409,17 +430,17 @@ func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 	return rc
 }
 
-// intern returns the method name as a string, without allocating for the
-// names it has seen before.
-func (rs *readState) intern(b []byte) string {
-	if s, ok := rs.names[string(b)]; ok {
-		return s
+// intern returns what is known of the method named b, without allocating
+// for the names it has seen before.
+func (rs *readState) intern(b []byte) *method {
+	if m, ok := rs.names[string(b)]; ok {
+		return m
 	}
-	s := string(b)
+	m := &method{name: string(b)}
 	if len(rs.names) < 1024 {
-		rs.names[s] = s
+		rs.names[m.name] = m
 	}
-	return s
+	return m
 }
 
 // readLoop is the reading role. It runs each unit inline, and returns when
@@ -491,6 +512,11 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		c.running.Add(-1)
 		return true
 	}
+	if u.slow() {
+		c.running.Add(-1)
+		c.enqueue(rs, line)
+		return true
+	}
 	// current is set before busy, so that a handoff never sees a request
 	// of an earlier unit.
 	rs.current.Store(u.tasks[0].ctx)
@@ -522,7 +548,18 @@ type unit struct {
 type task struct {
 	req    Request
 	ctx    *reqCtx
+	method *method
 	preErr *Error // answer with this and do not run
+}
+
+// slow reports whether any task of u is for a method marked slow.
+func (u *unit) slow() bool {
+	for i := range u.tasks {
+		if m := u.tasks[i].method; m != nil && m.slow.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // buildUnit turns the scanned line into the tasks of u. Invalid entries
@@ -564,7 +601,8 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 		t.preErr = ErrInvalidRequest
 		return
 	}
-	t.req.Method = rs.intern(methodName(e.method))
+	t.method = rs.intern(methodName(e.method))
+	t.req.Method = t.method.name
 	if e.id != nil {
 		t.req.ID = ID{raw: rs.arena.str(e.id)}
 	}
@@ -657,7 +695,7 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 			}
 			prev = t.ctx
 		}
-		result, werr, ok := c.invoke(t)
+		result, werr, ok := c.runTask(t, rs)
 		if !ok || t.req.ID.IsZero() {
 			continue
 		}
@@ -687,6 +725,33 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 	if rs != nil && cap(out) <= 1<<20 {
 		rs.buf = out[:0]
 	}
+}
+
+// runTask invokes t, and learns from how long it took whether its method
+// is slow.
+func (c *conn) runTask(t *task, rs *readState) (result []byte, werr *Error, ok bool) {
+	if t.method == nil {
+		return c.invoke(t)
+	}
+	if rs != nil && !offReader(rs) {
+		result, werr, ok = c.invoke(t)
+		if offReader(rs) {
+			t.method.slow.Store(true) // it held the reader up
+			t.method.fast.Store(0)
+		}
+		return result, werr, ok
+	}
+	start := time.Now()
+	result, werr, ok = c.invoke(t)
+	if t.method.slow.Load() {
+		if time.Since(start) >= quickRun {
+			t.method.fast.Store(0)
+		} else if t.method.fast.Add(1) >= quickRuns {
+			t.method.slow.Store(false)
+			t.method.fast.Store(0)
+		}
+	}
+	return result, werr, ok
 }
 
 // offReader reports whether work is running off the reading role: on a
@@ -822,6 +887,7 @@ func (c *conn) handoff(rs *readState, s uint64) {
 	}
 	c.register(rs.current.Load())
 	next := newReadState()
+	next.names = rs.names
 	c.reader.Store(next)
 	go c.readLoop(next, true)
 }
