@@ -315,6 +315,13 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 			return ctx.Err()
 		}
 		switch {
+		case errors.Is(p.err, ErrClosed):
+			for j := i; j < len(ps); j++ {
+				if ps[j] != nil {
+					calls[j].Err = p.err
+				}
+			}
+			return p.err
 		case p.err != nil:
 			calls[i].Err = p.err
 		case calls[i].Result != nil:
@@ -572,7 +579,9 @@ func (c *Client) streamItem(params []byte) bool {
 	p := c.pending[id]
 	c.mu.Unlock()
 	if p == nil || !p.stream {
-		return false
+		// An item for a call of ours that has ended (a stream stopped
+		// early) is dropped; anything else is the peer's own.
+		return id > 0 && id <= c.ids.n.Load()
 	}
 	p.mu.Lock()
 	p.items = append(p.items, item)

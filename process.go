@@ -55,6 +55,15 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Pro
 		select {
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
+			// A grandchild may hold the output open: stop reading it
+			// if it does not end soon.
+			t := time.NewTimer(p.waitDelay())
+			select {
+			case <-p.Client.Done():
+			case <-t.C:
+				_ = p.Client.Close()
+			}
+			t.Stop()
 		case <-p.waited:
 		}
 	}()
@@ -73,19 +82,24 @@ func (p *Process) Close() error {
 
 func (p *Process) shutdown() {
 	_ = p.Client.out.Close()
-	delay := p.WaitDelay
-	if delay <= 0 {
-		delay = DefaultWaitDelay
-	}
-	t := time.NewTimer(delay)
+	t := time.NewTimer(p.waitDelay())
 	defer t.Stop()
 	select {
 	case <-p.Client.Done():
 	case <-t.C:
 		_ = p.Cmd.Process.Kill()
-		<-p.Client.Done()
+		// A grandchild may still hold the output open: stop reading it
+		// rather than wait for it.
+		_ = p.Client.Close()
 	}
 	p.err = p.Cmd.Wait()
 	close(p.waited)
 	_ = p.Client.Close()
+}
+
+func (p *Process) waitDelay() time.Duration {
+	if p.WaitDelay <= 0 {
+		return DefaultWaitDelay
+	}
+	return p.WaitDelay
 }

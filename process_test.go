@@ -1,0 +1,258 @@
+package jsonrpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// demo is cmd/jsonrpc-demo, built once for all the tests.
+var demo struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// demoPath builds cmd/jsonrpc-demo the first time it is called and returns
+// the path of the binary.
+func demoPath(t *testing.T) string {
+	t.Helper()
+	demo.once.Do(func() {
+		dir, err := binDir()
+		if err != nil {
+			demo.err = err
+			return
+		}
+		path := filepath.Join(dir, "jsonrpc-demo")
+		if runtime.GOOS == "windows" {
+			path += ".exe"
+		}
+		out, err := exec.Command("go", "build", "-o", path, "./cmd/jsonrpc-demo").CombinedOutput()
+		if err != nil {
+			demo.err = fmt.Errorf("go build ./cmd/jsonrpc-demo: %v\n%s", err, out)
+			return
+		}
+		demo.path = path
+	})
+	require.NoError(t, demo.err)
+	return demo.path
+}
+
+// binDir returns where to put the demo binary: beside the test binary when
+// that lives in a temporary directory (go test's work directory, which it
+// removes afterwards), else in a new temporary directory.
+func binDir() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if strings.HasPrefix(dir, os.TempDir()+string(filepath.Separator)) {
+			return dir, nil
+		}
+	}
+	return os.MkdirTemp("", "jsonrpc-demo-")
+}
+
+// startDemo starts the demo as a child process; a cleanup closes it.
+func startDemo(t *testing.T, ctx context.Context, opts *jsonrpc.ClientOptions) *jsonrpc.Process {
+	t.Helper()
+	p, err := jsonrpc.StartProcess(ctx, exec.Command(demoPath(t)), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func TestProcessDemo(t *testing.T) {
+	checkLeaks(t)
+	var log noteLog
+	p := startDemo(t, t.Context(), &jsonrpc.ClientOptions{OnNotify: log.onNotify})
+
+	t.Run("subtract", func(t *testing.T) {
+		tests := []struct {
+			name   string
+			params any
+			want   float64
+		}{
+			{"array", []int{42, 23}, 19},
+			{"array reversed", []int{23, 42}, -19},
+			{"object", map[string]float64{"minuend": 42, "subtrahend": 23}, 19},
+			{"fractions", []float64{1.5, 0.25}, 1.25},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				var got float64
+				require.NoError(t, p.Call(t.Context(), "subtract", tc.params, &got))
+				assert.Equal(t, tc.want, got)
+			})
+		}
+	})
+
+	t.Run("progress", func(t *testing.T) {
+		for _, count := range []int{0, 1, 5} {
+			t.Run(fmt.Sprint(count), func(t *testing.T) {
+				var got string
+				require.NoError(t, p.Call(t.Context(), "progress", map[string]int{"count": count}, &got))
+				assert.Equal(t, "done", got)
+				var want []string
+				for i := 1; i <= count; i++ {
+					want = append(want, fmt.Sprintf(`progress {"done":%d,"total":%d}`, i, count))
+				}
+				assert.Equal(t, want, log.take(), "every notification, in order, before Call returns")
+			})
+		}
+	})
+
+	t.Run("count", func(t *testing.T) {
+		for _, n := range []int{0, 1, 4} {
+			t.Run(fmt.Sprint(n), func(t *testing.T) {
+				var got []int
+				for item, err := range p.Stream(t.Context(), "count", map[string]int{"n": n}) {
+					require.NoError(t, err)
+					var v struct {
+						Index *int `json:"index"`
+					}
+					require.NoError(t, json.Unmarshal(item, &v), "item %s", item)
+					require.NotNil(t, v.Index, "item %s", item)
+					got = append(got, *v.Index)
+				}
+				want := []int{}
+				for i := range n {
+					want = append(want, i)
+				}
+				assert.Equal(t, want, append([]int{}, got...))
+			})
+		}
+	})
+
+	t.Run("Close", func(t *testing.T) {
+		require.NoError(t, p.Close(), "the demo exits 0 at the end of its input")
+		assert.NoError(t, p.Close(), "Close is idempotent")
+		if assert.NotNil(t, p.Cmd.ProcessState) {
+			assert.True(t, p.Cmd.ProcessState.Success())
+		}
+		recv(t, p.Done(), "the client's reader goroutine to end")
+		assert.ErrorIs(t, p.Call(t.Context(), "subtract", []int{1, 1}, nil), jsonrpc.ErrClosed)
+	})
+}
+
+func TestProcessWaitDelay(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		// sleep ignores its standard input, so Close must kill it.
+		{"ignores stdin", []string{"sleep", "60"}},
+		// The shell forks sleep, which keeps the child's standard output
+		// open after the shell is killed. Close must still return soon
+		// after WaitDelay, as exec.Cmd.WaitDelay does, and not once the
+		// grandchild exits (5s later).
+		{"grandchild keeps stdout open", []string{"sh", "-c", "sleep 5; exit 0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			const delay = 100 * time.Millisecond
+			p, err := jsonrpc.StartProcess(t.Context(), exec.Command(tc.args[0], tc.args[1:]...), nil)
+			require.NoError(t, err)
+			p.WaitDelay = delay
+
+			start := time.Now()
+			closed := make(chan error, 1)
+			go func() { closed <- p.Close() }()
+			var closeErr error
+			select {
+			case closeErr = <-closed:
+			case <-time.After(3 * time.Second):
+				assert.Fail(t, "Close did not return within 3s of a WaitDelay of 100ms")
+				closeErr = <-closed // let it finish, so nothing leaks
+			}
+			elapsed := time.Since(start)
+			assert.GreaterOrEqual(t, elapsed, delay, "Close waits WaitDelay before it kills")
+			var ee *exec.ExitError
+			if assert.ErrorAs(t, closeErr, &ee, "Close returns the exit error of the killed process") {
+				assert.False(t, ee.Success())
+			}
+			assert.ErrorIs(t, p.Call(t.Context(), "x", nil, nil), jsonrpc.ErrClosed)
+		})
+	}
+}
+
+func TestProcessContext(t *testing.T) {
+	checkLeaks(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	p := startDemo(t, ctx, nil)
+	var got float64
+	require.NoError(t, p.Call(t.Context(), "subtract", []int{3, 1}, &got))
+	assert.Equal(t, 2.0, got)
+
+	res := make(chan error, 1)
+	go func() { res <- p.Call(t.Context(), "sleep", map[string]int{"ms": 60_000}, nil) }()
+	cancel() // kills the process
+	err := recv(t, res, "the call to the killed process")
+	assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+	assert.ErrorIs(t, err, io.EOF)
+	var ee *exec.ExitError
+	assert.ErrorAs(t, p.Close(), &ee)
+}
+
+func TestProcessExits(t *testing.T) {
+	checkLeaks(t)
+	// The child reads one line, then exits with status 3 without
+	// answering.
+	p, err := jsonrpc.StartProcess(t.Context(), exec.Command("sh", "-c", "read line; exit 3"), nil)
+	require.NoError(t, err)
+	err = p.Call(t.Context(), "anything", nil, nil)
+	assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+	assert.ErrorIs(t, err, io.EOF)
+	recv(t, p.Done(), "the client's reader goroutine to end")
+	var ee *exec.ExitError
+	if assert.ErrorAs(t, p.Close(), &ee) {
+		assert.Equal(t, 3, ee.ExitCode())
+	}
+}
+
+func TestStartProcessErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  func() *exec.Cmd
+	}{
+		{"Stdin set", func() *exec.Cmd {
+			cmd := exec.Command("cat")
+			cmd.Stdin = strings.NewReader("")
+			return cmd
+		}},
+		{"Stdout set", func() *exec.Cmd {
+			cmd := exec.Command("cat")
+			cmd.Stdout = io.Discard
+			return cmd
+		}},
+		{"no such program", func() *exec.Cmd {
+			return exec.Command(filepath.Join(t.TempDir(), "no-such-program"))
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			p, err := jsonrpc.StartProcess(t.Context(), tc.cmd(), nil)
+			assert.Error(t, err)
+			assert.Nil(t, p)
+		})
+	}
+	t.Run("not found error", func(t *testing.T) {
+		_, err := jsonrpc.StartProcess(t.Context(), exec.Command(filepath.Join(t.TempDir(), "nope")), nil)
+		assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
+	})
+}
