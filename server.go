@@ -376,7 +376,7 @@ type readState struct {
 	// state is seq<<2 | busy | handedOff, where seq counts the units run
 	// inline.
 	state   atomic.Uint64
-	current atomic.Pointer[reqCtx] // the request running inline
+	current atomic.Int32 // index in unit.tasks of the task running inline
 
 	env    envelope
 	batch  []envelope
@@ -400,22 +400,26 @@ func newReadState() *readState {
 // method is what the server learns about a method name as it serves it.
 //
 // Requests run inline on the reading goroutine, which is the fastest way
-// to run a handler that returns quickly. A method whose handler held the
-// reader up until reading was handed off is marked slow, and its requests
-// then start on goroutines of their own, so that handlers that wait (on
-// I/O, on timers) run side by side. A slow method that then returns
-// quickly many times in a row is marked fast again.
+// to run a handler that returns quickly. One inline run in sampleEvery is
+// timed; a method whose handler took longer than quickRun then, or held
+// the reader up until reading was handed off, is marked slow, and its
+// requests start on goroutines of their own from then on, so that handlers
+// that wait (on I/O, on timers) or compute for long run side by side. A
+// slow method that then returns quickly many times in a row is marked
+// fast again.
 type method struct {
-	name string
-	slow atomic.Bool
-	fast atomic.Int32 // quick runs in a row while slow
+	name   string
+	slow   atomic.Bool
+	fast   atomic.Int32  // quick runs in a row while slow
+	sample atomic.Uint32 // counts inline runs, one in sampleEvery timed
 }
 
 // quickRun is how short a run on a goroutine of its own counts as quick,
 // and quickRuns how many in a row make a slow method fast again.
 const (
-	quickRun  = 50 * time.Microsecond
-	quickRuns = 64
+	quickRun    = 50 * time.Microsecond
+	quickRuns   = 64
+	sampleEvery = 8
 )
 
 // newCtx returns a fresh request context. Contexts are carved from blocks
@@ -519,7 +523,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	}
 	// current is set before busy, so that a handoff never sees a request
 	// of an earlier unit.
-	rs.current.Store(u.tasks[0].ctx)
+	rs.current.Store(0)
 	seq := rs.state.Load()>>2 + 1
 	rs.state.Store(seq<<2 | stateBusy)
 	c.runUnit(u, rs)
@@ -691,7 +695,7 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 				c.settle(prev)
 				c.register(t.ctx)
 			} else {
-				rs.current.Store(t.ctx)
+				rs.current.Store(int32(i))
 			}
 			prev = t.ctx
 		}
@@ -734,10 +738,18 @@ func (c *conn) runTask(t *task, rs *readState) (result []byte, werr *Error, ok b
 		return c.invoke(t)
 	}
 	if rs != nil && !offReader(rs) {
+		if t.method.sample.Add(1)%sampleEvery != 1 {
+			result, werr, ok = c.invoke(t)
+			if offReader(rs) {
+				t.method.slow.Store(true) // it held the reader up
+			}
+			return result, werr, ok
+		}
+		start := time.Now()
 		result, werr, ok = c.invoke(t)
-		if offReader(rs) {
-			t.method.slow.Store(true) // it held the reader up
+		if offReader(rs) || time.Since(start) >= quickRun {
 			t.method.fast.Store(0)
+			t.method.slow.Store(true)
 		}
 		return result, werr, ok
 	}
@@ -885,7 +897,10 @@ func (c *conn) handoff(rs *readState, s uint64) {
 		c.exit()
 		return
 	}
-	c.register(rs.current.Load())
+	// The unit is still running, so its tasks stay as they are.
+	if i := int(rs.current.Load()); i < len(rs.unit.tasks) {
+		c.register(rs.unit.tasks[i].ctx)
+	}
 	next := newReadState()
 	next.names = rs.names
 	c.reader.Store(next)
