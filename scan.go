@@ -25,12 +25,51 @@ type envelope struct {
 	id      []byte
 	result  []byte
 	err     []byte // "error"
-	dup     bool   // a known member appeared twice
+	dup     bool   // a member appeared twice
 	dupID   bool   // "id" appeared twice
 	object  bool   // the value was a JSON object
+
+	others [][]byte            // names of the members the envelope ignores
+	seen   map[string]struct{} // the same, once there are many
 }
 
-func (e *envelope) reset() { *e = envelope{} }
+func (e *envelope) reset() {
+	others, seen := e.others[:0], e.seen
+	clear(seen)
+	*e = envelope{others: others, seen: seen}
+}
+
+// other records the name of a member the envelope ignores, noting a
+// duplicate. Up to a few names are compared one by one; past that, a map
+// keeps the check linear whatever the input.
+func (e *envelope) other(name []byte) {
+	if e.dup {
+		return
+	}
+	if len(e.others) < 16 {
+		for _, o := range e.others {
+			if bytes.Equal(o, name) {
+				e.dup = true
+				return
+			}
+		}
+		e.others = append(e.others, name)
+		return
+	}
+	if e.seen == nil {
+		e.seen = make(map[string]struct{})
+	}
+	if len(e.seen) == 0 {
+		for _, o := range e.others {
+			e.seen[string(o)] = struct{}{}
+		}
+	}
+	if _, ok := e.seen[string(name)]; ok {
+		e.dup = true
+		return
+	}
+	e.seen[string(name)] = struct{}{}
+}
 
 // isSpace reports whether c is JSON whitespace.
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
@@ -373,6 +412,8 @@ func scanObject(b []byte, i int, e *envelope) (int, bool) {
 				e.dupID = e.dupID || slot == &e.id
 			}
 			*slot = b[vstart:vend]
+		} else {
+			e.other(name)
 		}
 		i = skipSpace(b, vend)
 		if i >= len(b) {

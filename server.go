@@ -261,10 +261,10 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 }
 
 func (c *conn) serve(ctx context.Context) error {
-	watchdogDone := make(chan struct{})
+	watchdogQuit, watchdogDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchdogDone)
-		c.watchdog()
+		c.watchdog(watchdogQuit)
 	}()
 	c.live = 1
 	go c.readLoop(newReadState(), false)
@@ -287,6 +287,7 @@ func (c *conn) serve(ctx context.Context) error {
 	grace.Stop()
 	_ = c.out.Flush()
 	c.cancel(context.Canceled)
+	close(watchdogQuit)
 	<-watchdogDone
 
 	c.mu.Lock()
@@ -848,7 +849,7 @@ func (c *conn) cancelFrom(rs *readState, params []byte) {
 
 // watchdog hands reading to a fresh goroutine when a handler has held the
 // reading goroutine for longer than handoffDelay.
-func (c *conn) watchdog() {
+func (c *conn) watchdog(quit <-chan struct{}) {
 	t := time.NewTimer(handoffDelay)
 	defer t.Stop()
 	var last uint64
@@ -859,7 +860,7 @@ func (c *conn) watchdog() {
 			if c.reading.Load() {
 				select {
 				case <-c.wake:
-				case <-c.finished:
+				case <-quit:
 					return
 				}
 			}
@@ -868,7 +869,7 @@ func (c *conn) watchdog() {
 		t.Reset(handoffDelay)
 		select {
 		case <-t.C:
-		case <-c.finished:
+		case <-quit:
 			return
 		}
 		rs := c.reader.Load()
