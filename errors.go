@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,9 +181,4 @@ func internalError(exception, detail string, hideDetail bool) *Error {
 	}
 	b, _ := json.Marshal(data) // two strings always encode
 	return &Error{Code: CodeInternalError, Message: "Internal error", Data: b}
-}
-
-// isCancel reports whether err is or wraps a context cancellation.
-func isCancel(err error) bool {
-	return errors.Is(err, context.Canceled)
 }

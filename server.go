@@ -83,10 +83,9 @@ type Server struct {
 	// keeps its goroutine, but its response is dropped.
 	CancelGrace time.Duration
 
-	mu       sync.Mutex
-	conns    map[*conn]struct{}
-	closed   bool
-	shutdown chan struct{} // closed by Shutdown
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
 }
 
 // Serve reads requests from r and writes responses to w until the input

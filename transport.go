@@ -166,11 +166,6 @@ func (lr *LineReader) detach() {
 	lr.buf = nb
 }
 
-// buffered reports whether a whole line is waiting in the buffer.
-func (lr *LineReader) buffered() bool {
-	return bytes.IndexByte(lr.buf[lr.scanned:lr.end], '\n') >= 0
-}
-
 // Close marks the reader closed and closes the underlying reader if it is
 // an io.Closer, which unblocks a pending Read on most readers. It is
 // idempotent: later calls do nothing and return nil.
