@@ -260,6 +260,16 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 	if len(calls) == 0 {
 		return errors.New("jsonrpc: empty batch")
 	}
+	// failAll gives every call that expects a response the error that
+	// ended the batch.
+	failAll := func(err error) error {
+		for _, bc := range calls {
+			if !bc.Notify {
+				bc.Err = err
+			}
+		}
+		return err
+	}
 	raws := make([][]byte, len(calls))
 	for i, bc := range calls {
 		raw, err := encodeParams(bc.Params)
@@ -278,7 +288,7 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 		id, err := c.add(ps[i])
 		if err != nil {
 			c.dropAll(ids[:i])
-			return err
+			return failAll(err)
 		}
 		ids[i] = id
 	}
@@ -298,7 +308,7 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 	}, true)
 	if err != nil {
 		c.dropAll(ids)
-		return c.closedErr(err)
+		return failAll(c.closedErr(err))
 	}
 	for i, p := range ps {
 		if p == nil {

@@ -334,8 +334,8 @@ func (c *conn) abort(cause error) {
 		c.mu.Lock()
 		c.queue = nil
 		c.mu.Unlock()
-		c.cancel(cause)
 		c.out.fail(&closedError{cause: cause})
+		c.cancel(cause)
 		close(c.aborted)
 	})
 }

@@ -24,6 +24,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -52,35 +54,57 @@ func main() {
 }
 
 // subtractParams accepts [minuend, subtrahend] or
-// {"minuend": a, "subtrahend": b}.
+// {"minuend": a, "subtrahend": b}, both numbers; member names are matched
+// exactly, and anything else is refused.
 type subtractParams struct {
 	Minuend, Subtrahend float64
+	set                 bool
 }
 
 func (p *subtractParams) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '[' {
-		var a []float64
+		var a []json.RawMessage
 		if err := json.Unmarshal(b, &a); err != nil {
 			return err
 		}
 		if len(a) != 2 {
-			return fmt.Errorf("want [minuend, subtrahend], got %d numbers", len(a))
+			return fmt.Errorf("want [minuend, subtrahend], got %d values", len(a))
 		}
-		p.Minuend, p.Subtrahend = a[0], a[1]
-		return nil
+		return p.set2(a[0], a[1])
 	}
-	var o struct {
-		Minuend    *float64 `json:"minuend"`
-		Subtrahend *float64 `json:"subtrahend"`
-	}
+	var o map[string]json.RawMessage
 	if err := json.Unmarshal(b, &o); err != nil {
 		return err
 	}
-	if o.Minuend == nil || o.Subtrahend == nil {
+	m, okM := o["minuend"]
+	s, okS := o["subtrahend"]
+	if !okM || !okS {
 		return errors.New(`want {"minuend": a, "subtrahend": b}`)
 	}
-	p.Minuend, p.Subtrahend = *o.Minuend, *o.Subtrahend
+	return p.set2(m, s)
+}
+
+// set2 sets both operands, which must be JSON numbers.
+func (p *subtractParams) set2(m, s json.RawMessage) error {
+	var err error
+	if p.Minuend, err = number(m); err != nil {
+		return err
+	}
+	if p.Subtrahend, err = number(s); err != nil {
+		return err
+	}
+	p.set = true
 	return nil
+}
+
+// number parses raw, which must be a JSON number.
+func number(raw json.RawMessage) (float64, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return 0, fmt.Errorf("want a number, not %s", raw)
+	}
+	return strconv.ParseFloat(string(raw), 64)
 }
 
 func null(context.Context, *jsonrpc.Request) (any, error) { return nil, nil }
@@ -88,6 +112,9 @@ func null(context.Context, *jsonrpc.Request) (any, error) { return nil, nil }
 func newMux() *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
 	mux.Handle("subtract", jsonrpc.Func(func(_ context.Context, p subtractParams) (float64, error) {
+		if !p.set {
+			return 0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: want [minuend, subtrahend] or {\"minuend\": a, \"subtrahend\": b}")
+		}
 		return p.Minuend - p.Subtrahend, nil
 	}))
 	mux.Handle("sum", jsonrpc.Func(func(_ context.Context, nums []float64) (float64, error) {

@@ -1,0 +1,736 @@
+package main_test
+
+// These tests treat the demo as a black box: they build the binary once,
+// run it as a child process with requests on its standard input, and check
+// what comes out of its standard output and its exit status. The output is
+// a contract, so the expected lines are written out in full.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// demoPath is the demo binary that TestMain builds.
+var demoPath string
+
+// demoEnv is the environment of the demo: a binary built with -race would
+// otherwise sleep a second before it exits.
+var demoEnv = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+
+// runTimeout bounds one run of the demo, so that a hang fails the test
+// instead of stalling it; no test relies on it to pass.
+const runTimeout = 60 * time.Second
+
+func TestMain(m *testing.M) { os.Exit(buildAndRun(m)) }
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "jsonrpc-demo-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jsonrpc-demo test:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	demoPath = filepath.Join(dir, "demo")
+	args := []string{"build", "-o", demoPath}
+	if raceEnabled() {
+		// A data race in the child then fails the run, with exit status 66.
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "jsonrpc-demo test: building the demo:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// raceEnabled reports whether this test binary was built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// runDemo runs the demo with input on its standard input, checks that it
+// exits 0, and returns its output lines.
+func runDemo(t *testing.T, input string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoPath)
+	cmd.Env = demoEnv
+	cmd.Stdin = strings.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	require.NoError(t, err, "demo failed; stderr:\n%s", stderr.String())
+	require.Equal(t, 0, cmd.ProcessState.ExitCode())
+	return outputLines(t, stdout.String())
+}
+
+// lockedBuffer is a bytes.Buffer that may be read while a process writes
+// to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// outputLines splits the demo's output into lines, checking that each one
+// is ended by a newline.
+func outputLines(t *testing.T, out string) []string {
+	t.Helper()
+	if out == "" {
+		return nil
+	}
+	require.True(t, strings.HasSuffix(out, "\n"), "output does not end with a newline: %q", out)
+	return strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+}
+
+// message is any line the demo writes, with the raw JSON of each member.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+func decode(t *testing.T, line string) message {
+	t.Helper()
+	var m message
+	require.NoError(t, json.Unmarshal([]byte(line), &m), "line %q", line)
+	require.Equal(t, "2.0", m.JSONRPC, "line %q", line)
+	return m
+}
+
+// responsesByID decodes response lines and indexes them by the JSON text
+// of their id; an id answered twice fails the test.
+func responsesByID(t *testing.T, lines []string) map[string]string {
+	t.Helper()
+	byID := make(map[string]string)
+	for _, line := range lines {
+		m := decode(t, line)
+		require.Nil(t, m.Method, "not a response: %q", line)
+		require.NotNil(t, m.ID, "response without id: %q", line)
+		id := string(m.ID)
+		require.NotContains(t, byID, id, "id %s answered twice", id)
+		byID[id] = line
+	}
+	return byID
+}
+
+// TestSpecExamples runs every example of section 7 of the JSON-RPC 2.0
+// specification. Examples that span several lines there are sent as one
+// line here, as the framing requires.
+func TestSpecExamples(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string // nil: no output at all
+	}{
+		{
+			name: "positional parameters 1",
+			in:   []string{`{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}`},
+			want: []string{`{"jsonrpc": "2.0", "result": 19, "id": 1}`},
+		},
+		{
+			name: "positional parameters 2",
+			in:   []string{`{"jsonrpc": "2.0", "method": "subtract", "params": [23, 42], "id": 2}`},
+			want: []string{`{"jsonrpc": "2.0", "result": -19, "id": 2}`},
+		},
+		{
+			name: "named parameters 1",
+			in:   []string{`{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}`},
+			want: []string{`{"jsonrpc": "2.0", "result": 19, "id": 3}`},
+		},
+		{
+			name: "named parameters 2",
+			in:   []string{`{"jsonrpc": "2.0", "method": "subtract", "params": {"minuend": 42, "subtrahend": 23}, "id": 4}`},
+			want: []string{`{"jsonrpc": "2.0", "result": 19, "id": 4}`},
+		},
+		{
+			name: "notifications",
+			in: []string{
+				`{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}`,
+				`{"jsonrpc": "2.0", "method": "foobar"}`,
+			},
+		},
+		{
+			name: "non-existent method",
+			in:   []string{`{"jsonrpc": "2.0", "method": "foobar", "id": "1"}`},
+			want: []string{`{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "1"}`},
+		},
+		{
+			name: "invalid JSON",
+			in:   []string{`{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]`},
+			want: []string{`{"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null}`},
+		},
+		{
+			name: "invalid Request object",
+			in:   []string{`{"jsonrpc": "2.0", "method": 1, "params": "bar"}`},
+			want: []string{`{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}`},
+		},
+		{
+			name: "batch, invalid JSON",
+			in: []string{`[` +
+				`{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"},` +
+				`{"jsonrpc": "2.0", "method"` +
+				`]`},
+			want: []string{`{"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": null}`},
+		},
+		{
+			name: "empty array",
+			in:   []string{`[]`},
+			want: []string{`{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}`},
+		},
+		{
+			name: "invalid batch, not empty",
+			in:   []string{`[1]`},
+			want: []string{`[{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}]`},
+		},
+		{
+			name: "invalid batch",
+			in:   []string{`[1,2,3]`},
+			want: []string{`[` +
+				`{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null},` +
+				`{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null},` +
+				`{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null}` +
+				`]`},
+		},
+		{
+			name: "batch",
+			in: []string{`[` +
+				`{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"},` +
+				`{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]},` +
+				`{"jsonrpc": "2.0", "method": "subtract", "params": [42,23], "id": "2"},` +
+				`{"foo": "boo"},` +
+				`{"jsonrpc": "2.0", "method": "foo.get", "params": {"name": "myself"}, "id": "5"},` +
+				`{"jsonrpc": "2.0", "method": "get_data", "id": "9"}` +
+				`]`},
+			want: []string{`[` +
+				`{"jsonrpc": "2.0", "result": 7, "id": "1"},` +
+				`{"jsonrpc": "2.0", "result": 19, "id": "2"},` +
+				`{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request"}, "id": null},` +
+				`{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": "5"},` +
+				`{"jsonrpc": "2.0", "result": ["hello", 5], "id": "9"}` +
+				`]`},
+		},
+		{
+			name: "batch, all notifications",
+			in: []string{`[` +
+				`{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]},` +
+				`{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}` +
+				`]`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := runDemo(t, strings.Join(tc.in, "\n")+"\n")
+			require.Len(t, got, len(tc.want), "output: %q", got)
+			for i := range tc.want {
+				assert.JSONEq(t, tc.want[i], got[i])
+			}
+		})
+	}
+}
+
+// TestMethods checks the answer of each method of the demo to one request.
+func TestMethods(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{
+			name: "subtract array",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":19}`,
+		},
+		{
+			name: "subtract array of fractions",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"subtract","params":[1.5,0.25]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":1.25}`,
+		},
+		{
+			name: "subtract object",
+			in:   `{"jsonrpc":"2.0","id":"x","method":"subtract","params":{"minuend":42,"subtrahend":23}}`,
+			want: `{"jsonrpc":"2.0","id":"x","result":19}`,
+		},
+		{
+			name: "subtract object with extra members",
+			in:   `{"jsonrpc":"2.0","id":2,"method":"subtract","params":{"subtrahend":50,"other":true,"minuend":8}}`,
+			want: `{"jsonrpc":"2.0","id":2,"result":-42}`,
+		},
+		{
+			name: "sum",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2,4]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":7}`,
+		},
+		{
+			name: "sum of fractions",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"sum","params":[0.5,0.25,-2]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":-1.25}`,
+		},
+		{
+			name: "sum of nothing",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"sum","params":[]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":0}`,
+		},
+		{
+			name: "get_data",
+			in:   `{"jsonrpc":"2.0","id":9,"method":"get_data"}`,
+			want: `{"jsonrpc":"2.0","id":9,"result":["hello",5]}`,
+		},
+		{
+			name: "get_data with params",
+			in:   `{"jsonrpc":"2.0","id":9,"method":"get_data","params":{"ignored":1}}`,
+			want: `{"jsonrpc":"2.0","id":9,"result":["hello",5]}`,
+		},
+		{
+			name: "update",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"update","params":[1,2,3,4,5]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":null}`,
+		},
+		{
+			name: "notify_hello",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"notify_hello","params":[7]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":null}`,
+		},
+		{
+			name: "notify_sum",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"notify_sum","params":[1,2,4]}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":null}`,
+		},
+		{
+			name: "echo without params",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"echo"}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":null}`,
+		},
+		{
+			name: "fail",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"fail"}`,
+			want: `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"custom failure","data":{"reason":"demo"}}}`,
+		},
+		{
+			name: "sleep",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"sleep","params":{"ms":1}}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":"slept"}`,
+		},
+		{
+			name: "unknown method",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"nope"}`,
+			want: `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`,
+		},
+		{
+			name: "progress of nothing",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"progress","params":{"count":0}}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":"done"}`,
+		},
+		{
+			name: "count nothing",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"count","params":{"n":0}}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":0}`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := runDemo(t, tc.in+"\n")
+			require.Len(t, got, 1, "output: %q", got)
+			assert.JSONEq(t, tc.want, got[0])
+		})
+	}
+}
+
+// TestSubtractInvalidParams checks that subtract answers any params other
+// than [a, b] and {"minuend": a, "subtrahend": b} with -32602.
+func TestSubtractInvalidParams(t *testing.T) {
+	tests := []struct {
+		name   string
+		params string // "" for none
+	}{
+		{"no params", ""},
+		{"empty array", `[]`},
+		{"one number", `[1]`},
+		{"three numbers", `[1,2,3]`},
+		{"strings", `["4","2"]`},
+		{"nested arrays", `[[4],[2]]`},
+		{"nulls", `[null,null]`},
+		{"empty object", `{}`},
+		{"minuend only", `{"minuend":4}`},
+		{"subtrahend only", `{"subtrahend":2}`},
+		{"string minuend", `{"minuend":"4","subtrahend":2}`},
+		{"null subtrahend", `{"minuend":4,"subtrahend":null}`},
+		{"wrong case", `{"Minuend":4,"Subtrahend":2}`},
+		{"other names", `{"a":4,"b":2}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := `{"jsonrpc":"2.0","id":7,"method":"subtract"`
+			if tc.params != "" {
+				in += `,"params":` + tc.params
+			}
+			got := runDemo(t, in+"}\n")
+			require.Len(t, got, 1, "output: %q", got)
+			m := decode(t, got[0])
+			assert.Equal(t, "7", string(m.ID))
+			assert.Nil(t, m.Result, "line %q", got[0])
+			if assert.NotNil(t, m.Error, "line %q", got[0]) {
+				assert.Equal(t, -32602, m.Error.Code, "line %q", got[0])
+			}
+		})
+	}
+}
+
+// TestEcho checks that echo sends the params back byte for byte, without
+// re-encoding them.
+func TestEcho(t *testing.T) {
+	tests := []struct {
+		name   string
+		params string
+	}{
+		{"html characters", `["<&>","</script>"]`},
+		{"unicode", `{"ü":"ü€😀","escaped":"\u00fc\u20ac\ud83d\ude00","sep":" "}`},
+		{"escapes", `["\"\\\/\b\f\n\r\t","\u0000\u001f"]`},
+		{"whitespace kept", `{ "a" : [ 1 ,	2 ] , "b" : { } }`},
+		{"numbers kept", `[1.50,-0,0e0,1E+2,12345678901234567890,1e999]`},
+		{"duplicate keys kept", `{"a":1,"a":2}`},
+		{"empty array", `[]`},
+		{"empty object", `{}`},
+		{"deep", strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := `{"jsonrpc":"2.0","id":1,"method":"echo","params":` + tc.params + "}\n"
+			got := runDemo(t, in)
+			require.Len(t, got, 1, "output: %q", got)
+			m := decode(t, got[0])
+			assert.Equal(t, "1", string(m.ID))
+			assert.Nil(t, m.Error)
+			assert.Equal(t, tc.params, string(m.Result))
+		})
+	}
+}
+
+// TestInternal checks that a plain Go error becomes -32603 with the error
+// in the data.
+func TestInternal(t *testing.T) {
+	got := runDemo(t, `{"jsonrpc":"2.0","id":1,"method":"internal"}`+"\n")
+	require.Len(t, got, 1, "output: %q", got)
+	m := decode(t, got[0])
+	assert.Equal(t, "1", string(m.ID))
+	require.NotNil(t, m.Error, "line %q", got[0])
+	assert.Equal(t, -32603, m.Error.Code)
+	assert.Equal(t, "Internal error", m.Error.Message)
+	var data struct {
+		Exception *string `json:"exception"`
+		Detail    *string `json:"detail"`
+	}
+	require.NoError(t, json.Unmarshal(m.Error.Data, &data), "data %s", m.Error.Data)
+	if assert.NotNil(t, data.Exception, "data %s", m.Error.Data) {
+		assert.NotEmpty(t, *data.Exception)
+	}
+	if assert.NotNil(t, data.Detail, "data %s", m.Error.Data) {
+		assert.Equal(t, "boom", *data.Detail)
+	}
+}
+
+// TestPanic checks that a panic is answered with -32603 and that the demo
+// goes on serving the lines after it.
+func TestPanic(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"panic"}` + "\n" +
+		`{"jsonrpc":"2.0","method":"panic"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"subtract","params":[5,3]}` + "\n" +
+		`[{"jsonrpc":"2.0","id":3,"method":"panic"},{"jsonrpc":"2.0","id":4,"method":"get_data"}]` + "\n" +
+		`{"jsonrpc":"2.0","id":5,"method":"sum","params":[1,1]}` + "\n"
+	got := runDemo(t, in)
+	require.Len(t, got, 4, "output: %q", got)
+	var single []string
+	for _, line := range got {
+		if strings.HasPrefix(line, "[") {
+			var batch []json.RawMessage
+			require.NoError(t, json.Unmarshal([]byte(line), &batch))
+			require.Len(t, batch, 2, "batch %q", line)
+			m := decode(t, string(batch[0]))
+			assert.Equal(t, "3", string(m.ID))
+			if assert.NotNil(t, m.Error, "batch %q", line) {
+				assert.Equal(t, -32603, m.Error.Code)
+			}
+			assert.JSONEq(t, `{"jsonrpc":"2.0","id":4,"result":["hello",5]}`, string(batch[1]))
+			continue
+		}
+		single = append(single, line)
+	}
+	byID := responsesByID(t, single)
+	require.Len(t, byID, 3, "output: %q", got)
+	m := decode(t, byID["1"])
+	if assert.NotNil(t, m.Error, "line %q", byID["1"]) {
+		assert.Equal(t, -32603, m.Error.Code)
+		assert.Equal(t, "Internal error", m.Error.Message)
+	}
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"result":2}`, byID["2"])
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":5,"result":2}`, byID["5"])
+}
+
+// TestNotificationsGetNoAnswer sends every method as a notification.
+func TestNotificationsGetNoAnswer(t *testing.T) {
+	methods := []string{
+		`"subtract","params":[1,2]`, `"subtract","params":["bad"]`, `"sum","params":[1]`,
+		`"get_data"`, `"update"`, `"notify_hello","params":[7]`, `"notify_sum","params":[1,2,4]`,
+		`"echo","params":[1]`, `"count","params":{"n":3}`, `"fail"`, `"internal"`, `"panic"`,
+		`"sleep","params":{"ms":1}`, `"nope"`,
+	}
+	var in strings.Builder
+	for _, m := range methods {
+		in.WriteString(`{"jsonrpc":"2.0","method":` + m + "}\n")
+	}
+	// A last request shows the demo read all the others.
+	in.WriteString(`{"jsonrpc":"2.0","id":"last","method":"get_data"}` + "\n")
+	got := runDemo(t, in.String())
+	require.Len(t, got, 1, "output: %q", got)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"last","result":["hello",5]}`, got[0])
+}
+
+// TestProgress checks that progress sends its notifications, in order,
+// before its response.
+func TestProgress(t *testing.T) {
+	got := runDemo(t, `{"jsonrpc":"2.0","id":"p","method":"progress","params":{"count":3}}`+"\n")
+	want := []string{
+		`{"jsonrpc":"2.0","method":"progress","params":{"done":1,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"progress","params":{"done":2,"total":3}}`,
+		`{"jsonrpc":"2.0","method":"progress","params":{"done":3,"total":3}}`,
+		`{"jsonrpc":"2.0","id":"p","result":"done"}`,
+	}
+	require.Len(t, got, len(want), "output: %q", got)
+	for i := range want {
+		assert.JSONEq(t, want[i], got[i])
+	}
+}
+
+// TestCount checks that count streams its items, in order, before its
+// response, each item carrying the id of the request.
+func TestCount(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+	}{
+		{"number id", `42`},
+		{"string id", `"c-1"`},
+		{"null id", `null`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := runDemo(t, `{"jsonrpc":"2.0","id":`+tc.id+`,"method":"count","params":{"n":3}}`+"\n")
+			want := []string{
+				`{"jsonrpc":"2.0","method":"$/stream","params":{"id":` + tc.id + `,"item":{"index":0}}}`,
+				`{"jsonrpc":"2.0","method":"$/stream","params":{"id":` + tc.id + `,"item":{"index":1}}}`,
+				`{"jsonrpc":"2.0","method":"$/stream","params":{"id":` + tc.id + `,"item":{"index":2}}}`,
+				`{"jsonrpc":"2.0","id":` + tc.id + `,"result":3}`,
+			}
+			require.Len(t, got, len(want), "output: %q", got)
+			for i := range want {
+				assert.JSONEq(t, want[i], got[i])
+			}
+		})
+	}
+}
+
+// TestManyLines sends many requests at once. Their answers may come in any
+// order, so they are matched by id; the items of each stream must still
+// come in order and before the response they belong to.
+func TestManyLines(t *testing.T) {
+	var in strings.Builder
+	want := make(map[string]string)
+	streams := make(map[string]int) // id -> number of items
+	for i := range 20 {
+		id := fmt.Sprintf(`"s%d"`, i)
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%s,"method":"subtract","params":[%d,1]}`+"\n", id, i)
+		want[id] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%d}`, id, i-1)
+
+		id = fmt.Sprintf(`%d`, 1000+i)
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%s,"method":"count","params":{"n":%d}}`+"\n", id, i%5)
+		want[id] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%d}`, id, i%5)
+		streams[id] = i % 5
+
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","method":"update","params":[%d]}`+"\n", i)
+
+		id = fmt.Sprintf(`"e%d"`, i)
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%s,"method":"sleep","params":{"ms":%d}}`+"\n", id, i%3)
+		want[id] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":"slept"}`, id)
+	}
+	got := runDemo(t, in.String())
+
+	var responses []string
+	seen := make(map[string]int) // id -> items seen so far
+	for _, line := range got {
+		m := decode(t, line)
+		if m.Method == nil {
+			responses = append(responses, line)
+			id := string(m.ID)
+			if n, ok := streams[id]; ok {
+				assert.Equal(t, n, seen[id], "id %s answered after %d of its %d items", id, seen[id], n)
+			}
+			seen[id] = -1 // answered: no item may follow
+			continue
+		}
+		require.Equal(t, "$/stream", *m.Method, "line %q", line)
+		var p struct {
+			ID   json.RawMessage `json:"id"`
+			Item struct {
+				Index int `json:"index"`
+			} `json:"item"`
+		}
+		require.NoError(t, json.Unmarshal(m.Params, &p), "line %q", line)
+		id := string(p.ID)
+		require.Contains(t, streams, id, "item for an id that is no stream: %q", line)
+		require.GreaterOrEqual(t, seen[id], 0, "item after the response: %q", line)
+		assert.Equal(t, seen[id], p.Item.Index, "items out of order: %q", line)
+		seen[id]++
+	}
+	byID := responsesByID(t, responses)
+	require.Len(t, byID, len(want), "output: %q", got)
+	for id, w := range want {
+		if assert.Contains(t, byID, id) {
+			assert.JSONEq(t, w, byID[id])
+		}
+	}
+}
+
+// TestEOF checks that the demo exits 0 at the end of its input, having
+// answered a last line that lacks its newline.
+func TestEOF(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{name: "empty input"},
+		{name: "blank lines", in: "\n\r\n  \n"},
+		{
+			name: "last line without newline",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"sum","params":[2,3]}`,
+			want: []string{`{"jsonrpc":"2.0","id":1,"result":5}`},
+		},
+		{
+			name: "CRLF",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"sum","params":[2,3]}` + "\r\n",
+			want: []string{`{"jsonrpc":"2.0","id":1,"result":5}`},
+		},
+		{
+			name: "truncated last line",
+			in:   `{"jsonrpc":"2.0","id":1,"method":"su`,
+			want: []string{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := runDemo(t, tc.in)
+			require.Len(t, got, len(tc.want), "output: %q", got)
+			for i := range tc.want {
+				assert.JSONEq(t, tc.want[i], got[i])
+			}
+		})
+	}
+}
+
+// TestSleepCancelled sends a long sleep and then its cancel on a pipe it
+// keeps open, reads the -32800 answer while the input is still open (so it
+// is the cancel, not the end of input, that ends the sleep), and then
+// closes the input and checks that the demo exits 0.
+func TestSleepCancelled(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+	}{
+		{"number id", `17`},
+		{"string id", `"zz"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, demoPath)
+			cmd.Env = demoEnv
+			stdin, err := cmd.StdinPipe()
+			require.NoError(t, err)
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			var stderr lockedBuffer
+			cmd.Stderr = &stderr
+			require.NoError(t, cmd.Start())
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }() // only if the test fails early
+
+			lines := []string{
+				`{"jsonrpc":"2.0","id":` + tc.id + `,"method":"sleep","params":{"ms":3600000}}`,
+				`{"jsonrpc":"2.0","id":"short","method":"sleep","params":{"ms":1}}`,
+				`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":` + tc.id + `}}`,
+			}
+			_, err = io.WriteString(stdin, strings.Join(lines, "\n")+"\n")
+			require.NoError(t, err)
+
+			out := bufio.NewReader(stdout)
+			var got []string
+			for range 2 {
+				line, err := out.ReadString('\n')
+				require.NoError(t, err, "stderr:\n%s", stderr.String())
+				got = append(got, strings.TrimSuffix(line, "\n"))
+			}
+			require.NoError(t, stdin.Close())
+			rest, err := io.ReadAll(out)
+			require.NoError(t, err)
+			assert.Empty(t, string(rest))
+			require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
+			assert.Equal(t, 0, cmd.ProcessState.ExitCode())
+
+			byID := responsesByID(t, got)
+			assert.JSONEq(t, `{"jsonrpc":"2.0","id":`+tc.id+`,"error":{"code":-32800,"message":"Request cancelled"}}`, byID[tc.id])
+			assert.JSONEq(t, `{"jsonrpc":"2.0","id":"short","result":"slept"}`, byID[`"short"`])
+		})
+	}
+}

@@ -1,0 +1,162 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// scanSeeds are inputs for FuzzScan: the specification's examples, and the
+// corners of the grammar where a hand-written scanner goes wrong.
+var scanSeeds = []string{
+	`{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}`,
+	`{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}`,
+	`{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}`,
+	`{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]`,
+	`{"jsonrpc": "2.0", "method": 1, "params": "bar"}`,
+	`[{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"},{"jsonrpc": "2.0", "method"]`,
+	`[]`, `[1]`, `[1,2,3]`, ` [ ] `, `[ 1 , 2 ]`, `[{}]`, `[{},]`, `[,]`, `[1,]`, `[`, `]`, `{`, `}`,
+	`[{"jsonrpc": "2.0", "method": "sum", "params": [1,2,4], "id": "1"},{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]},{"foo": "boo"}]`,
+	`{"jsonrpc":"2.0","id":1,"result":19}`,
+	`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`,
+	`{"id":1,"id":2}`, `{"\u0069d":1,"id":2}`, `{"jsonrpc":"2.0","jsonrpc":"2.0"}`, `{"x":1,"x":2}`,
+	`{"jsonrpc":"\u0032.0","method":"a\u0000b"}`, `{"method":"\ud800"}`,
+	``, ` `, "\t\r\n ", `null`, `true`, `false`, `nul`, `nulll`, `tru`, `"`, `""`, `"\"`, `"\u00"`, `"\u00zz"`,
+	`"\x"`, `"\/"`, "\"\x00\"", "\"\x1f\"", "\"\x7f\"", "\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
+	"\"\xe2\x82\"", "\"\xf4\x90\x80\x80\"", "\"é€😀\"", "\xef\xbb\xbf{}",
+	`0`, `-0`, `-`, `01`, `1.`, `.1`, `1e`, `1e+`, `1E-5`, `1e999`, `-1.5e-10`, `+1`, `0x10`, `12345678901234567890`,
+	`{"a":1}x`, `{"a":1} {"b":2}`, `{"a":1}{"b":2}`, `1 2`, `[] []`, `{"a" 1}`, `{"a":}`, `{a:1}`, `{"a":1,}`,
+	`[[[[[[[[[[]]]]]]]]]]`, `[[[[[[[[[[`, `]]]]`, `{"a":{"b":{"c":[{"d":[]}]}}}`,
+	strings.Repeat(`[`, 300) + strings.Repeat(`]`, 300), strings.Repeat(`{"a":`, 300) + `1` + strings.Repeat(`}`, 300),
+	strings.Repeat(`[`, 300) + strings.Repeat(`]`, 299),
+	"{\"a\":1}\x00", "\x00", "[1\x00]",
+}
+
+// FuzzScan checks the scanner against encoding/json: validJSON agrees with
+// json.Valid (plus valid UTF-8), scanLine classifies the line as the
+// decoded value says, and the envelope it records holds exactly the members
+// a reference decoding finds.
+func FuzzScan(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := json.Valid(b) && utf8.Valid(b)
+		if got := validJSON(b); got != want {
+			t.Fatalf("validJSON(%q) = %v, want %v", b, got, want)
+		}
+
+		var one envelope
+		kind, batch := scanLine(b, &one, nil)
+		if !want {
+			if kind != lineInvalidJSON {
+				t.Fatalf("scanLine(%q) = %s, want lineInvalidJSON", b, kindName(kind))
+			}
+			return
+		}
+		trimmed := bytes.TrimLeft(b, " \t\r\n")
+		switch trimmed[0] {
+		case '{':
+			if kind != lineObject {
+				t.Fatalf("scanLine(%q) = %s, want lineObject", b, kindName(kind))
+			}
+			checkEnvelope(t, trimmed, &one)
+		case '[':
+			var elems []json.RawMessage
+			if err := json.Unmarshal(b, &elems); err != nil {
+				t.Fatalf("json.Unmarshal(%q): %v", b, err)
+			}
+			if len(elems) == 0 {
+				if kind != lineEmptyBatch {
+					t.Fatalf("scanLine(%q) = %s, want lineEmptyBatch", b, kindName(kind))
+				}
+				return
+			}
+			if kind != lineBatch {
+				t.Fatalf("scanLine(%q) = %s, want lineBatch", b, kindName(kind))
+			}
+			if len(batch) != len(elems) {
+				t.Fatalf("scanLine(%q): %d envelopes, want %d", b, len(batch), len(elems))
+			}
+			for i, el := range elems {
+				if el[0] == '{' {
+					checkEnvelope(t, el, &batch[i])
+				} else if batch[i].object {
+					t.Fatalf("scanLine(%q): element %d (%s) scanned as an object", b, i, el)
+				}
+			}
+		default:
+			if kind != lineOther {
+				t.Fatalf("scanLine(%q) = %s, want lineOther", b, kindName(kind))
+			}
+		}
+	})
+}
+
+// checkEnvelope compares the envelope the scanner recorded for the object
+// obj (valid JSON) with a decoding by encoding/json.
+func checkEnvelope(t *testing.T, obj []byte, e *envelope) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		t.Fatalf("decoding %q: %v", obj, err)
+	}
+	last := make(map[string][]byte)
+	count := make(map[string]int)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("decoding %q: %v", obj, err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("decoding %q: %v", obj, err)
+		}
+		k := tok.(string)
+		last[k] = v
+		count[k]++
+	}
+	if !e.object {
+		t.Fatalf("envelope of %q: object = false", obj)
+	}
+	members := []struct {
+		name string
+		got  []byte
+	}{
+		{"jsonrpc", e.version}, {"method", e.method}, {"params", e.params},
+		{"id", e.id}, {"result", e.result}, {"error", e.err},
+	}
+	for _, m := range members {
+		want, ok := last[m.name]
+		if ok != (m.got != nil) || !bytes.Equal(m.got, want) {
+			t.Fatalf("envelope of %q: %s = %q, want %q (present %v)", obj, m.name, m.got, want, ok)
+		}
+	}
+	// Any member that appears twice, known or not, makes it invalid.
+	dup := false
+	for _, n := range count {
+		dup = dup || n > 1
+	}
+	if e.dup != dup {
+		t.Fatalf("envelope of %q: dup = %v, want %v", obj, e.dup, dup)
+	}
+}
+
+// kindName names a lineKind in failure messages.
+func kindName(k lineKind) string {
+	switch k {
+	case lineInvalidJSON:
+		return "lineInvalidJSON"
+	case lineObject:
+		return "lineObject"
+	case lineBatch:
+		return "lineBatch"
+	case lineEmptyBatch:
+		return "lineEmptyBatch"
+	case lineOther:
+		return "lineOther"
+	}
+	return "lineKind(?)"
+}

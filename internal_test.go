@@ -1,0 +1,256 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests check the scanner against encoding/json, which serves as the
+// reference: a text is valid for the scanner when encoding/json accepts it
+// and it is valid UTF-8 (encoding/json lets invalid UTF-8 through in
+// strings; the package does not).
+
+func referenceValid(b []byte) bool { return json.Valid(b) && utf8.Valid(b) }
+
+func TestValidJSONTable(t *testing.T) {
+	inputs := []string{
+		// Literals and numbers.
+		`true`, `false`, `null`, `tru`, `nul`, `nulll`, `True`, `NULL`,
+		`0`, `-0`, `1`, `-1`, `10`, `01`, `-01`, `1.5`, `1.`, `.5`, `-`, `+1`, `1e5`, `1E+5`, `1e-5`,
+		`1e`, `1e+`, `1.5e3`, `1.e3`, `-1.5E-3`, `12345678901234567890`, `0x1`, `1_000`, `Infinity`, `NaN`,
+		// Strings.
+		`""`, `"a"`, `"\""`, `"\\"`, `"\/"`, `"\b\f\n\r\t"`, `"\u00e9"`, `"\uD83D\uDE00"`, `"\u12"`, `"\u12g4"`,
+		`"\x"`, `"\'"`, `"a`, `"\`, `"a\`, `"a\"`, "\"a\tb\"", "\"a\nb\"", "\"\x00\"", "\"\x1f\"", "\"\x7f\"", `"é"`, `"日本語"`,
+		"\"\xff\"", "\"\xc3\"", "\"\xc3\xa9\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"",
+		`"0123456789abcdef"`, `"0123456789abcdef\"0123456789"`, `"0123456789abcde` + "\x01" + `"`,
+		`"` + strings.Repeat("x", 63) + `\n` + strings.Repeat("y", 17) + `"`,
+		`"` + strings.Repeat("é", 20) + `"`,
+		// Whitespace.
+		` 1 `, "\t\r\n1\n", "\v1", "\f1", "1 2", ` `, ``, "\u00a01",
+		// Arrays.
+		`[]`, `[ ]`, `[1]`, `[1,2]`, `[1,]`, `[,1]`, `[1 2]`, `[`, `]`, `[[]]`, `[[],[[]]]`, `[1,[2,[3]],4]`, `[}`, `[1}`,
+		// Objects.
+		`{}`, `{ }`, `{"a":1}`, `{"a":1,"b":[{}]}`, `{"a" : 1 , "b" : 2}`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{,}`,
+		`{a:1}`, `{'a':1}`, `{"a":1 "b":2}`, `{"a":1]`, `{1:1}`, `{"a":1}}`, `{"\u0061":1}`, `{"a\"":1}`,
+		`{"a":{"b":{"c":[1,{"d":null}]}}}`, `{"a":[}`, `{"a":{]}`,
+		// Several values.
+		`{}{}`, `[][]`, `1,2`, `"a""b"`,
+	}
+	for _, in := range inputs {
+		t.Run(in, func(t *testing.T) {
+			assert.Equal(t, referenceValid([]byte(in)), validJSON([]byte(in)))
+		})
+	}
+}
+
+// TestValidJSONRandom compares the scanner with the reference on texts
+// built from JSON tokens and noise, and on mutations of valid documents.
+func TestValidJSONRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tokens := []string{
+		"{", "}", "[", "]", ":", ",", `"`, `\`, `\u`, `\n`, "0", "1", "9", "-", ".", "e", "+",
+		"true", "false", "null", " ", "\t", "\n", "a", "é", "\x01", "\xff", "\xc3", `"k":`, `"s"`, "12", "0.5",
+		"abcdefgh", "        ",
+	}
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.IntN(12); n >= 0; n-- {
+			b.WriteString(tokens[rng.IntN(len(tokens))])
+		}
+		in := []byte(b.String())
+		if referenceValid(in) != validJSON(in) {
+			assert.Failf(t, "scanner and reference disagree", "input %q: reference %v", in, referenceValid(in))
+		}
+	}
+
+	docs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}`,
+		`[{"a":"x\ny\u00e9","b":[1.5e3,-0,true,false,null]},{"c":{}}]`,
+		`"` + strings.Repeat("plain ascii text ", 8) + `"`,
+	}
+	for _, doc := range docs {
+		require.True(t, validJSON([]byte(doc)), doc)
+		for i := 0; i < 3000; i++ {
+			in := []byte(doc)
+			for n := rng.IntN(3); n >= 0; n-- {
+				pos := rng.IntN(len(in))
+				switch rng.IntN(3) {
+				case 0: // replace a byte
+					in[pos] = byte(rng.IntN(256))
+				case 1: // delete a byte
+					in = append(in[:pos], in[pos+1:]...)
+				case 2: // insert a token
+					tok := tokens[rng.IntN(len(tokens))]
+					in = append(in[:pos], append([]byte(tok), in[pos:]...)...)
+				}
+				if len(in) == 0 {
+					break
+				}
+			}
+			if referenceValid(in) != validJSON(in) {
+				assert.Failf(t, "scanner and reference disagree", "input %q: reference %v", in, referenceValid(in))
+			}
+		}
+	}
+}
+
+// TestValidJSONStringLengths runs strings of every length across the
+// stretches the scanner skips several bytes at a time, with a special
+// byte at every position.
+func TestValidJSONStringLengths(t *testing.T) {
+	specials := []string{`"`, `\`, `\"`, "\x00", "\x1f", "\x7f", "é", "\xff", `\u0041`, " "}
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos <= n; pos++ {
+			for _, sp := range specials {
+				in := []byte(`"` + strings.Repeat("a", pos) + sp + strings.Repeat("b", n-pos) + `"`)
+				if referenceValid(in) != validJSON(in) {
+					assert.Failf(t, "scanner and reference disagree", "input %q: reference %v", in, referenceValid(in))
+				}
+			}
+		}
+	}
+}
+
+func TestValidJSONDeepNesting(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"deep arrays", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), true},
+		{"deep arrays unclosed", strings.Repeat("[", 100000) + strings.Repeat("]", 99999), false},
+		{"deep objects", strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000), true},
+		{"deep objects closed as arrays", strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("]", 5000), false},
+		{"alternating", strings.Repeat(`[{"a":`, 400) + "1" + strings.Repeat("}]", 400), true},
+		{"alternating, wrong close past 256", strings.Repeat(`[{"a":`, 400) + "1" + strings.Repeat("}]", 100) + "]}" + strings.Repeat("}]", 299), false},
+		{"alternating, wrong close below 256", strings.Repeat(`[{"a":`, 400) + "1" + strings.Repeat("}]", 399) + "]}", false},
+		{"wide", "[" + strings.Repeat(`{"a":[1,2]},`, 1000) + "0]", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, validJSON([]byte(tc.in)))
+			if len(tc.in) < 20000 {
+				assert.Equal(t, referenceValid([]byte(tc.in)), tc.want, "the reference agrees")
+			}
+		})
+	}
+}
+
+func TestScanLineKinds(t *testing.T) {
+	tests := []struct {
+		in    string
+		kind  lineKind
+		batch int // elements scanned, for lineBatch
+	}{
+		{`{"jsonrpc":"2.0","method":"m"}`, lineObject, 0},
+		{` {} `, lineObject, 0},
+		{`{} x`, lineInvalidJSON, 0},
+		{`{`, lineInvalidJSON, 0},
+		{`[]`, lineEmptyBatch, 0},
+		{` [ ] `, lineEmptyBatch, 0},
+		{`[] x`, lineInvalidJSON, 0},
+		{`[1]`, lineBatch, 1},
+		{`[{},{"a":1}, 2 ,"x",[]]`, lineBatch, 5},
+		{`[{},]`, lineInvalidJSON, 0},
+		{`[{} {}]`, lineInvalidJSON, 0},
+		{`[{}] ]`, lineInvalidJSON, 0},
+		{`[{"a":}]`, lineInvalidJSON, 0},
+		{`{"a":tru}`, lineInvalidJSON, 0},
+		{`{"a":1`, lineInvalidJSON, 0},
+		{`{"a":1 `, lineInvalidJSON, 0},
+		{`{"a" 1}`, lineInvalidJSON, 0},
+		{`{"a\":1}`, lineInvalidJSON, 0},
+		{`{1:1}`, lineInvalidJSON, 0},
+		{`[1`, lineInvalidJSON, 0},
+		{`[`, lineInvalidJSON, 0},
+		{`1`, lineOther, 0},
+		{`"x"`, lineOther, 0},
+		{`null`, lineOther, 0},
+		{`nul`, lineInvalidJSON, 0},
+		{``, lineInvalidJSON, 0},
+		{`   `, lineInvalidJSON, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			var e envelope
+			kind, batch := scanLine([]byte(tc.in), &e, nil)
+			assert.Equal(t, tc.kind, kind)
+			if tc.kind == lineBatch {
+				assert.Len(t, batch, tc.batch)
+			}
+		})
+	}
+}
+
+func TestScanLineEnvelope(t *testing.T) {
+	line := []byte(`{"x":[1,{"id":9}],"jsonrpc":"2.0","id":"a\"b","method":"m\u0065","params":{"k":[1]},"result":1,"error":{}}`)
+	var e envelope
+	kind, _ := scanLine(line, &e, nil)
+	require.Equal(t, lineObject, kind)
+	assert.True(t, e.object)
+	assert.False(t, e.dup)
+	assert.Equal(t, `"2.0"`, string(e.version))
+	assert.Equal(t, `"a\"b"`, string(e.id), "the id is the outer one, kept as written")
+	assert.Equal(t, `"m\u0065"`, string(e.method))
+	assert.Equal(t, "me", string(methodName(e.method)))
+	assert.Equal(t, `{"k":[1]}`, string(e.params))
+	assert.Equal(t, `1`, string(e.result))
+	assert.Equal(t, `{}`, string(e.err))
+
+	// A batch reuses the slice it is given.
+	batch := make([]envelope, 0, 4)
+	kind, batch = scanLine([]byte(`[{"id":1},{"id":2,"id":3},7]`), &e, batch)
+	require.Equal(t, lineBatch, kind)
+	require.Len(t, batch, 3)
+	assert.Equal(t, "1", string(batch[0].id))
+	assert.True(t, batch[1].dup)
+	assert.False(t, batch[2].object)
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	inputs := []string{
+		"", "plain", `quote " and \ backslash`, "<html> & 'x'", "\x00\x01\x1f\x7f", "\b\f\n\r\t",
+		"é日本語😀", "\u2028\u2029", "bad \xff byte", "\xc3", "\xed\xa0\x80", "ü\n\"x",
+		strings.Repeat("long ", 100),
+	}
+	for _, s := range inputs {
+		t.Run(s, func(t *testing.T) {
+			got := appendString(nil, s)
+			require.True(t, validJSON(got), "%q", got)
+			var back, ref string
+			require.NoError(t, json.Unmarshal(got, &back))
+			want, err := json.Marshal(s)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(want, &ref))
+			assert.Equal(t, ref, back)
+			assert.NotContains(t, string(got), `\u003c`, "no HTML escaping")
+		})
+	}
+	assert.Equal(t, `x"a"`, string(appendString([]byte("x"), "a")), "appends")
+}
+
+func TestArenaStrings(t *testing.T) {
+	var a arena
+	var got []string
+	var want []string
+	for i := range 2000 {
+		s := strings.Repeat(string(rune('a'+i%26)), 1+i%40)
+		if i%500 == 0 {
+			s = strings.Repeat("L", arenaBlock) // too large for a block
+		}
+		b := []byte(s)
+		got = append(got, a.str(b))
+		want = append(want, s)
+		for j := range b {
+			b[j] = '#' // the arena copies
+		}
+	}
+	assert.Equal(t, want, got, "strings handed out never change")
+	assert.Equal(t, "", a.str(nil))
+}
