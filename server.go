@@ -386,6 +386,7 @@ type readState struct {
 	names  map[string]*method // passed on with the reading role
 	buf    []byte             // scratch for batch responses
 	cancel envelope
+	sample int // counts inline runs; one in sampleEvery is timed
 }
 
 const (
@@ -408,10 +409,9 @@ func newReadState() *readState {
 // slow method that then returns quickly many times in a row is marked
 // fast again.
 type method struct {
-	name   string
-	slow   atomic.Bool
-	fast   atomic.Int32  // quick runs in a row while slow
-	sample atomic.Uint32 // counts inline runs, one in sampleEvery timed
+	name string
+	slow atomic.Bool
+	fast atomic.Int32 // quick runs in a row while slow
 }
 
 // quickRun is how short a run on a goroutine of its own counts as quick,
@@ -505,19 +505,18 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		}
 	}
 
-	if c.running.Add(1) > c.maxFlight {
-		c.running.Add(-1)
+	// The reader runs a unit inline only while a slot is free for it;
+	// the slot is taken (running grows) only if reading is handed off.
+	if c.running.Load() >= c.maxFlight {
 		c.enqueue(rs, line)
 		return true
 	}
 	u := &rs.unit
 	c.buildUnit(rs, u, kind)
 	if len(u.tasks) == 0 {
-		c.running.Add(-1)
 		return true
 	}
 	if u.slow() {
-		c.running.Add(-1)
 		c.enqueue(rs, line)
 		return true
 	}
@@ -528,7 +527,6 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	rs.state.Store(seq<<2 | stateBusy)
 	c.runUnit(u, rs)
 	if rs.state.CompareAndSwap(seq<<2|stateBusy, seq<<2) {
-		c.running.Add(-1)
 		return true
 	}
 	// Reading moved on without us: finish as a worker.
@@ -690,16 +688,22 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 	var prev *reqCtx
 	for i := range u.tasks {
 		t := &u.tasks[i]
+		inline := false
 		if t.ctx != nil {
+			if i > 0 && !offReader(rs) {
+				rs.current.Store(int32(i))
+			}
+			// Checked after current is set: a handoff from here on
+			// registers this task, and one before it is seen here.
 			if offReader(rs) {
 				c.settle(prev)
 				c.register(t.ctx)
 			} else {
-				rs.current.Store(int32(i))
+				inline = true
 			}
 			prev = t.ctx
 		}
-		result, werr, ok := c.runTask(t, rs)
+		result, werr, ok := c.runTask(t, rs, inline)
 		if !ok || t.req.ID.IsZero() {
 			continue
 		}
@@ -733,20 +737,20 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 
 // runTask invokes t, and learns from how long it took whether its method
 // is slow.
-func (c *conn) runTask(t *task, rs *readState) (result []byte, werr *Error, ok bool) {
+func (c *conn) runTask(t *task, rs *readState, inline bool) (result []byte, werr *Error, ok bool) {
 	if t.method == nil {
-		return c.invoke(t)
+		return c.invoke(t, inline)
 	}
-	if rs != nil && !offReader(rs) {
-		if t.method.sample.Add(1)%sampleEvery != 1 {
-			result, werr, ok = c.invoke(t)
+	if inline {
+		if rs.sample++; rs.sample%sampleEvery != 1 {
+			result, werr, ok = c.invoke(t, true)
 			if offReader(rs) {
 				t.method.slow.Store(true) // it held the reader up
 			}
 			return result, werr, ok
 		}
 		start := time.Now()
-		result, werr, ok = c.invoke(t)
+		result, werr, ok = c.invoke(t, true)
 		if offReader(rs) || time.Since(start) >= quickRun {
 			t.method.fast.Store(0)
 			t.method.slow.Store(true)
@@ -754,7 +758,7 @@ func (c *conn) runTask(t *task, rs *readState) (result []byte, werr *Error, ok b
 		return result, werr, ok
 	}
 	start := time.Now()
-	result, werr, ok = c.invoke(t)
+	result, werr, ok = c.invoke(t, false)
 	if t.method.slow.Load() {
 		if time.Since(start) >= quickRun {
 			t.method.fast.Store(0)
@@ -836,7 +840,7 @@ func (c *conn) cancelFrom(rs *readState, params []byte) {
 	c.mu.Unlock()
 	for _, rc := range list {
 		old := rc.flags.Or(flagPeerCancelled)
-		if old&(flagStarted|flagPeerCancelled) == 0 && !rc.inBatch {
+		if old&(flagStarted|flagPeerCancelled|flagInline) == 0 && !rc.inBatch {
 			if rc.flags.Or(flagAnswered)&flagStarted == 0 {
 				c.settle(rc)
 				c.writeAnswer(rc.id, nil, ErrRequestCancelled, true)
@@ -897,9 +901,14 @@ func (c *conn) handoff(rs *readState, s uint64) {
 		c.exit()
 		return
 	}
+	// The handler that held the reader up now holds a slot.
+	c.running.Add(1)
 	// The unit is still running, so its tasks stay as they are.
 	if i := int(rs.current.Load()); i < len(rs.unit.tasks) {
-		c.register(rs.unit.tasks[i].ctx)
+		if rc := rs.unit.tasks[i].ctx; rc != nil {
+			rc.flags.Or(flagInline)
+			c.register(rc)
+		}
 	}
 	next := newReadState()
 	next.names = rs.names
@@ -935,6 +944,7 @@ const (
 	flagPeerCancelled             // a cancel for its id arrived
 	flagAnswered                  // answered before it started
 	flagEnded                     // the handler returned
+	flagInline                    // running (or about to) on a handed-off reader
 )
 
 var _ context.Context = (*reqCtx)(nil)
@@ -1085,12 +1095,22 @@ func limitError(reason string, limit int) *Error {
 // invoke runs the handler for t and encodes its result. It returns
 // ok=false when the request was already answered, having been cancelled
 // while it waited for a slot.
-func (c *conn) invoke(t *task) (result []byte, werr *Error, ok bool) {
+//
+// A task run inline was registered for cancels, if at all, only by a
+// handoff, which never answers it early: a plain check of the cancel flag
+// is enough. Any other task arbitrates with cancelFrom through flagStarted.
+func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool) {
 	if t.preErr != nil {
 		return nil, t.preErr, true
 	}
 	rc := t.ctx
-	if old := rc.flags.Or(flagStarted); old != 0 {
+	var old uint32
+	if inline {
+		old = rc.flags.Load() & flagPeerCancelled
+	} else {
+		old = rc.flags.Or(flagStarted) & (flagPeerCancelled | flagAnswered)
+	}
+	if old != 0 {
 		rc.end()
 		if old&flagAnswered != 0 {
 			return nil, nil, false
