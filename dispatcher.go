@@ -105,11 +105,19 @@ func Func[P, R any](fn func(ctx context.Context, params P) (R, error)) Handler {
 }
 
 // decodeParams decodes params into p, or returns an Invalid params error.
+// A p that decodes itself is handed params directly: they are one valid
+// JSON value already, which is all that encoding/json would check first.
 func decodeParams(params json.RawMessage, p any) error {
 	if len(params) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(params, p); err != nil {
+	var err error
+	if u, ok := p.(json.Unmarshaler); ok && validParams(params) {
+		err = u.UnmarshalJSON(params)
+	} else {
+		err = json.Unmarshal(params, p)
+	}
+	if err != nil {
 		return Errorf(CodeInvalidParams, "Invalid params: %s", describeDecodeError(err, p))
 	}
 	return nil

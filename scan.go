@@ -362,7 +362,7 @@ func scanKey(b []byte, i int) (int, bool) {
 }
 
 func scanLiteral(b []byte, i int, lit string) (int, bool) {
-	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+	if hasLiteral(b, i, lit) {
 		return i + len(lit), true
 	}
 	return 0, false
@@ -388,32 +388,45 @@ func scanObject(b []byte, i int, e *envelope) (int, bool) {
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		kstart := i
-		kend, escaped, ok := scanString(b, i)
-		if !ok {
-			return 0, false
-		}
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		vstart := skipSpace(b, i+1)
-		vend, ok := scanValue(b, vstart)
-		if !ok {
-			return 0, false
-		}
-		name := b[kstart+1 : kend-1]
-		if escaped {
-			name = unescapeKey(b[kstart:kend])
-		}
-		if slot := e.member(name); slot != nil {
-			if *slot != nil {
-				e.dup = true
-				e.dupID = e.dupID || slot == &e.id
+		var vstart, vend int
+		var ok bool
+		// The usual member names, written compactly, skip the general
+		// path; so does the usual "2.0".
+		slot, n := e.knownKey(b[i:])
+		if slot != nil {
+			vstart = skipSpace(b, i+n)
+			if slot == &e.version && hasLiteral(b, vstart, `"2.0"`) {
+				vend, ok = vstart+5, true
+			} else {
+				vend, ok = scanValue(b, vstart)
 			}
-			*slot = b[vstart:vend]
+			if !ok {
+				return 0, false
+			}
+			e.set(slot, b[vstart:vend])
 		} else {
-			e.other(name)
+			kstart := i
+			kend, escaped, ok := scanString(b, i)
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(b, kend)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			vstart = skipSpace(b, i+1)
+			if vend, ok = scanValue(b, vstart); !ok {
+				return 0, false
+			}
+			name := b[kstart+1 : kend-1]
+			if escaped {
+				name = unescapeKey(b[kstart:kend])
+			}
+			if slot := e.member(name); slot != nil {
+				e.set(slot, b[vstart:vend])
+			} else {
+				e.other(name)
+			}
 		}
 		i = skipSpace(b, vend)
 		if i >= len(b) {
@@ -428,6 +441,56 @@ func scanObject(b []byte, i int, e *envelope) (int, bool) {
 			return 0, false
 		}
 	}
+}
+
+// set records value for a member, noting a duplicate.
+func (e *envelope) set(slot *[]byte, value []byte) {
+	if *slot != nil {
+		e.dup = true
+		e.dupID = e.dupID || slot == &e.id
+	}
+	*slot = value
+}
+
+// knownKey recognises a usual member name followed at once by its colon,
+// at the start of b, and returns its field and the length of name and
+// colon; it returns nil for anything else, which the general path takes.
+func (e *envelope) knownKey(b []byte) (*[]byte, int) {
+	if len(b) < 5 {
+		return nil, 0
+	}
+	switch b[1] {
+	case 'j':
+		if hasLiteral(b, 0, `"jsonrpc":`) {
+			return &e.version, 10
+		}
+	case 'm':
+		if hasLiteral(b, 0, `"method":`) {
+			return &e.method, 9
+		}
+	case 'p':
+		if hasLiteral(b, 0, `"params":`) {
+			return &e.params, 9
+		}
+	case 'i':
+		if hasLiteral(b, 0, `"id":`) {
+			return &e.id, 5
+		}
+	case 'r':
+		if hasLiteral(b, 0, `"result":`) {
+			return &e.result, 9
+		}
+	case 'e':
+		if hasLiteral(b, 0, `"error":`) {
+			return &e.err, 8
+		}
+	}
+	return nil, 0
+}
+
+// hasLiteral reports whether b holds lit at i.
+func hasLiteral(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
 // member returns the field of e that holds the member called name, or nil

@@ -402,16 +402,18 @@ func newReadState() *readState {
 //
 // Requests run inline on the reading goroutine, which is the fastest way
 // to run a handler that returns quickly. One inline run in sampleEvery is
-// timed; a method whose handler took longer than quickRun then, or held
-// the reader up until reading was handed off, is marked slow, and its
+// timed; a method whose handler took longer than quickRun twice in a row
+// then (once could be a pause of the collector), or held the reader up
+// until reading was handed off, is marked slow, and its
 // requests start on goroutines of their own from then on, so that handlers
 // that wait (on I/O, on timers) or compute for long run side by side. A
 // slow method that then returns quickly many times in a row is marked
 // fast again.
 type method struct {
-	name string
-	slow atomic.Bool
-	fast atomic.Int32 // quick runs in a row while slow
+	name     string
+	slow     atomic.Bool
+	fast     atomic.Int32 // quick runs in a row while slow
+	slowRuns atomic.Int32 // timed inline runs in a row that were not quick
 }
 
 // quickRun is how short a run on a goroutine of its own counts as quick,
@@ -419,7 +421,7 @@ type method struct {
 const (
 	quickRun    = 50 * time.Microsecond
 	quickRuns   = 64
-	sampleEvery = 8
+	sampleEvery = 32
 )
 
 // newCtx returns a fresh request context. Contexts are carved from blocks
@@ -751,7 +753,13 @@ func (c *conn) runTask(t *task, rs *readState, inline bool) (result []byte, werr
 		}
 		start := time.Now()
 		result, werr, ok = c.invoke(t, true)
-		if offReader(rs) || time.Since(start) >= quickRun {
+		switch {
+		case offReader(rs):
+			t.method.slow.Store(true)
+		case time.Since(start) < quickRun:
+			t.method.slowRuns.Store(0)
+		case t.method.slowRuns.Add(1) >= 2:
+			t.method.slowRuns.Store(0)
 			t.method.fast.Store(0)
 			t.method.slow.Store(true)
 		}

@@ -63,6 +63,9 @@ type subtractParams struct {
 
 func (p *subtractParams) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	if p.simple(b) {
+		return nil
+	}
 	if len(b) > 0 && b[0] == '[' {
 		var a []json.RawMessage
 		if err := json.Unmarshal(b, &a); err != nil {
@@ -83,6 +86,76 @@ func (p *subtractParams) UnmarshalJSON(b []byte) error {
 		return errors.New(`want {"minuend": a, "subtrahend": b}`)
 	}
 	return p.set2(m, s)
+}
+
+// simple decodes the usual form, {"minuend": a, "subtrahend": b} in either
+// order with plain numbers, without allocating, and reports whether b had
+// that form; anything else is left to the general decoder.
+func (p *subtractParams) simple(b []byte) bool {
+	var m, s []byte
+	rest, ok := cut(b, "{")
+	for ok {
+		var name, value []byte
+		if name, rest, ok = quoted(rest); !ok {
+			return false
+		}
+		if rest, ok = cut(rest, ":"); !ok {
+			return false
+		}
+		if value, rest, ok = numberToken(rest); !ok {
+			return false
+		}
+		switch string(name) {
+		case "minuend":
+			if m != nil {
+				return false
+			}
+			m = value
+		case "subtrahend":
+			if s != nil {
+				return false
+			}
+			s = value
+		default:
+			return false
+		}
+		if rest, ok = cut(rest, ","); !ok {
+			if _, ok = cut(rest, "}"); !ok || m == nil || s == nil {
+				return false
+			}
+			return p.set2(m, s) == nil
+		}
+	}
+	return false
+}
+
+// cut skips whitespace and then the token tok.
+func cut(b []byte, tok string) ([]byte, bool) {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return bytes.CutPrefix(b, []byte(tok))
+}
+
+// quoted takes a string without escapes.
+func quoted(b []byte) (s, rest []byte, ok bool) {
+	b, ok = cut(b, `"`)
+	if !ok {
+		return nil, nil, false
+	}
+	i := bytes.IndexAny(b, `"\`)
+	if i < 0 || b[i] != '"' {
+		return nil, nil, false
+	}
+	return b[:i], b[i+1:], true
+}
+
+// numberToken takes the bytes of a number, which set2 then checks.
+func numberToken(b []byte) (tok, rest []byte, ok bool) {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	i := 0
+	for i < len(b) && bytes.IndexByte([]byte("+-.0123456789eE"), b[i]) >= 0 {
+		i++
+	}
+	return b[:i], b[i:], i > 0
 }
 
 // set2 sets both operands, which must be JSON numbers.
