@@ -14,6 +14,12 @@ import (
 	"github.com/ndjsonrpc/jsonrpc"
 )
 
+// TestMain checks, after all the tests, that none of them left a goroutine
+// behind; checkLeaks does the same test by test.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
 // checkLeaks fails t if a goroutine started during the test is still
 // running once the test and its other cleanups are done. Call it first, so
 // that its cleanup runs last.
