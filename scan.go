@@ -149,6 +149,15 @@ func plainRun(s []byte) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	var control, high uint64
 	k := 0
+	for ; k+32 <= n; k += 32 {
+		w := s[k : k+32 : k+32]
+		x0 := binary.LittleEndian.Uint64(w[0:])
+		x1 := binary.LittleEndian.Uint64(w[8:])
+		x2 := binary.LittleEndian.Uint64(w[16:])
+		x3 := binary.LittleEndian.Uint64(w[24:])
+		control |= (x0-ones*0x20)&^x0 | (x1-ones*0x20)&^x1 | (x2-ones*0x20)&^x2 | (x3-ones*0x20)&^x3
+		high |= x0 | x1 | x2 | x3
+	}
 	for ; k+8 <= n; k += 8 {
 		x := binary.LittleEndian.Uint64(s[k:])
 		control |= (x - ones*0x20) &^ x
