@@ -190,6 +190,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // conn is one connection being served.
 type conn struct {
 	handler    Handler
+	mux        *Mux // the handler, when it is a non-nil *Mux
 	log        *slog.Logger
 	in         *LineReader
 	out        *LineWriter
@@ -237,6 +238,7 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		aborted:    make(chan struct{}),
 		wake:       make(chan struct{}, 1),
 	}
+	c.mux, _ = c.handler.(*Mux)
 	if c.handler == nil {
 		c.handler = (*Mux)(nil)
 	}
@@ -411,9 +413,32 @@ func newReadState() *readState {
 // fast again.
 type method struct {
 	name     string
+	route    atomic.Pointer[route] // the Mux's handler, when serving a Mux
 	slow     atomic.Bool
 	fast     atomic.Int32 // quick runs in a row while slow
 	slowRuns atomic.Int32 // timed inline runs in a row that were not quick
+}
+
+// route caches what a Mux holds for one method, and which version of the
+// Mux's table that was.
+type route struct {
+	table   *map[string]Handler
+	handler Handler
+}
+
+// handler returns the handler for m: looked up in mux once for each
+// version of its table, so that a request costs one map lookup, not two.
+func (m *method) handler(mux *Mux) Handler {
+	table := mux.handlers.Load()
+	if r := m.route.Load(); r != nil && r.table == table {
+		return r.handler
+	}
+	var h Handler
+	if table != nil {
+		h = (*table)[m.name]
+	}
+	m.route.Store(&route{table: table, handler: h})
+	return h
 }
 
 // quickRun is how short a run on a goroutine of its own counts as quick,
@@ -1135,7 +1160,13 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 		}
 		rc.end()
 	}()
-	v, err := c.handler.ServeJSONRPC(rc, &t.req)
+	h := c.handler
+	if c.mux != nil {
+		if h = t.method.handler(c.mux); h == nil {
+			return nil, ErrMethodNotFound, true
+		}
+	}
+	v, err := h.ServeJSONRPC(rc, &t.req)
 	if err != nil {
 		if t.req.ID.IsZero() {
 			c.log.Debug("jsonrpc: notification handler failed",
