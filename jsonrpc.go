@@ -30,6 +30,10 @@
 // JSON that is not a valid request gets an Invalid Request error (-32600),
 // which echoes the request's id when that id is itself valid.
 //
+// A server does not answer valid Response objects that reach it (it has no
+// calls of its own to match them to); they are logged at Debug and
+// dropped, alone or inside a batch.
+//
 // Batches are supported: an array of requests gets an array of responses,
 // one per request that is not a notification, in the order of the
 // requests; a batch of notifications only gets no output at all, and an
@@ -38,7 +42,9 @@
 // # Framing
 //
 // Each message is one line ended by "\n". A trailing "\r" and blank lines
-// are tolerated. Lines may be of any length up to a configurable maximum
+// are tolerated. A last line that lacks its newline is read like any
+// other: a whole message is served, and one cut short by the end of the
+// input gets a Parse error. Lines may be of any length up to a configurable maximum
 // ([DefaultMaxMessageSize] by default); a longer line is discarded as it
 // is read, without being held in memory, answered with an Invalid Request
 // error, and reading goes on at the next line. [LineReader] and
