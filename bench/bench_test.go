@@ -1,0 +1,303 @@
+package bench_test
+
+// In-process benchmarks. Every implementation runs the same code as its
+// whole-process server (package floor and the packages under impl/), fed
+// from memory:
+//
+//   BenchmarkServer/<workload>/<impl>   server throughput over one slice of
+//                                       a workload (suite.Workload.InProc lines)
+//   BenchmarkRoundTrip/seq/<impl>       one caller, one call at a time
+//   BenchmarkRoundTrip/par64/<impl>     64 goroutines calling at once
+//
+// Client and server of a round trip are joined by two io.Pipes.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ndjsonrpc/jsonrpc/bench/floor"
+	"github.com/ndjsonrpc/jsonrpc/bench/impl/jrpc2impl"
+	"github.com/ndjsonrpc/jsonrpc/bench/impl/sourcegraphimpl"
+	"github.com/ndjsonrpc/jsonrpc/bench/impl/xexpimpl"
+	"github.com/ndjsonrpc/jsonrpc/bench/suite"
+)
+
+type client interface {
+	Subtract(ctx context.Context, a, b int) (int, error)
+	Close() error
+}
+
+type impl struct {
+	suite.Impl
+	serve     func(ctx context.Context, r io.Reader, w io.WriteCloser) error
+	newClient func(r io.Reader, w io.WriteCloser) client
+}
+
+var registered = map[string]*impl{}
+
+func register(name string, serve func(context.Context, io.Reader, io.WriteCloser) error, newClient func(io.Reader, io.WriteCloser) client) {
+	info, ok := suite.LookupImpl(name)
+	if !ok {
+		panic("unknown implementation " + name)
+	}
+	registered[name] = &impl{Impl: info, serve: serve, newClient: newClient}
+}
+
+func init() {
+	register("floor",
+		func(_ context.Context, r io.Reader, w io.WriteCloser) error { return floor.Serve(r, w) },
+		func(r io.Reader, w io.WriteCloser) client { return floor.NewClient(r, w) })
+	register("jrpc2", jrpc2impl.Serve,
+		func(r io.Reader, w io.WriteCloser) client { return jrpc2impl.NewClient(r, w) })
+	register("sourcegraph", sourcegraphimpl.Serve,
+		func(r io.Reader, w io.WriteCloser) client { return sourcegraphimpl.NewClient(r, w) })
+	register("xexp", xexpimpl.Serve,
+		func(r io.Reader, w io.WriteCloser) client { return xexpimpl.NewClient(r, w) })
+}
+
+// impls returns the registered implementations in table order.
+func impls() []*impl {
+	var out []*impl
+	for _, info := range suite.Impls {
+		if im := registered[info.Name]; im != nil {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// holdReader reads r and then, instead of reporting the end of the input
+// at once, waits until hold is closed (every expected response has been
+// written) or a timeout passes. A real client keeps its connection open
+// until it has its answers, and some libraries (jrpc2) abandon queued
+// requests as soon as their input ends.
+type holdReader struct {
+	r    io.Reader
+	hold <-chan struct{}
+}
+
+func (h *holdReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err == io.EOF && n == 0 {
+		select {
+		case <-h.hold:
+		case <-time.After(time.Minute):
+		}
+	}
+	return n, err
+}
+
+// peakHeap runs run once with the collector set to run almost continuously
+// (GOGC=1), so that garbage hardly accumulates, and returns the largest
+// number of bytes in heap objects (what MemStats.HeapAlloc reports, read
+// through runtime/metrics, which does not stop the world) seen during the
+// run, sampled every 100µs, above the figure before it. Under the default
+// GOGC the same figure mostly shows how much garbage the pacer lets pile
+// up, not what the server holds.
+func peakHeap(run func() error) (uint64, error) {
+	const metric = "/memory/classes/heap/objects:bytes"
+	old := debug.SetGCPercent(1)
+	defer debug.SetGCPercent(old)
+	runtime.GC()
+	s := []metrics.Sample{{Name: metric}}
+	metrics.Read(s)
+	base := s[0].Value.Uint64()
+	stop := make(chan struct{})
+	peak := make(chan uint64)
+	go func() {
+		s := []metrics.Sample{{Name: metric}}
+		high := base
+		t := time.NewTicker(100 * time.Microsecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			high = max(high, s[0].Value.Uint64())
+			select {
+			case <-stop:
+				peak <- high
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := run()
+	close(stop)
+	return <-peak - base, err
+}
+
+// perOp reports per-request (or per-call) figures for n requests per
+// iteration, from the allocation counters read before and after the loop.
+func perOp(b *testing.B, n int, unit string, before, after *runtime.MemStats) {
+	total := float64(b.N) * float64(n)
+	if total == 0 {
+		return
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/"+unit)
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/total, "allocs/"+unit)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/total, "B/"+unit)
+}
+
+func BenchmarkServer(b *testing.B) {
+	for _, full := range suite.Workloads {
+		w := full.InProcess()
+		for _, im := range impls() {
+			if !im.Supports(w) {
+				continue
+			}
+			b.Run(w.Name+"/"+im.Name, func(b *testing.B) { benchServer(b, im, w) })
+		}
+	}
+}
+
+func benchServer(b *testing.B, im *impl, w suite.Workload) {
+	input := w.Bytes()
+	ctx := context.Background()
+	serveOnce := func() error {
+		out := suite.NewCounter(im.Lines, w.Responses())
+		in := &holdReader{r: bytes.NewReader(input), hold: out.Done()}
+		if err := im.serve(ctx, in, out); err != nil {
+			return err
+		}
+		if n, _ := out.Count(); n != w.Responses() {
+			return fmt.Errorf("%d responses, want %d", n, w.Responses())
+		}
+		return nil
+	}
+	// Check the output once, outside the measurement.
+	out := new(bytes.Buffer)
+	counter := suite.NewCounter(im.Lines, w.Responses())
+	if err := im.serve(ctx, &holdReader{r: bytes.NewReader(input), hold: counter.Done()}, nopCloser{io.MultiWriter(out, counter)}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.Validate(out); err != nil {
+		b.Fatal(err)
+	}
+	out = nil
+
+	var peak uint64
+	if w.Big > 0 {
+		b.SetBytes(int64(len(input)))
+		var err error
+		if peak, err = peakHeap(serveOnce); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		if err := serveOnce(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perOp(b, w.Requests(), "req", &before, &after)
+	b.ReportMetric(float64(b.N)*float64(w.Requests())/b.Elapsed().Seconds(), "req/s")
+	if w.Big > 0 {
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		par  int
+	}{{"seq", 1}, {"par64", 64}} {
+		for _, im := range impls() {
+			if im.newClient == nil {
+				continue
+			}
+			b.Run(mode.name+"/"+im.Name, func(b *testing.B) { benchRoundTrip(b, im, mode.par) })
+		}
+	}
+}
+
+// callsPerGoroutine is how many calls each of the concurrent callers makes
+// per iteration of the par64 benchmark.
+const callsPerGoroutine = 16
+
+func benchRoundTrip(b *testing.B, im *impl, par int) {
+	ctx := context.Background()
+	sr, cw := io.Pipe() // client to server
+	cr, sw := io.Pipe() // server to client
+	served := make(chan error, 1)
+	go func() {
+		err := im.serve(ctx, sr, sw)
+		sw.Close()
+		served <- err
+	}()
+	c := im.newClient(cr, cw)
+	defer func() {
+		// End the request stream, let the server finish and close its
+		// output, then close the client.
+		cw.Close()
+		closed := make(chan struct{})
+		go func() { c.Close(); close(closed) }()
+		timeout := time.After(30 * time.Second)
+		select {
+		case err := <-served:
+			if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+				b.Errorf("server: %v", err)
+			}
+		case <-timeout:
+			b.Errorf("server did not stop")
+		}
+		select {
+		case <-closed:
+		case <-timeout:
+			b.Errorf("client did not close")
+		}
+		sr.Close()
+		cr.Close()
+	}()
+	if v, err := c.Subtract(ctx, 10, 3); err != nil || v != 7 {
+		b.Fatalf("subtract(10, 3) = %d, %v", v, err)
+	}
+
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := 0
+	if par == 1 {
+		n = 1
+		i := 0
+		for b.Loop() {
+			i++
+			if v, err := c.Subtract(ctx, i, 3); err != nil || v != i-3 {
+				b.Fatalf("subtract(%d, 3) = %d, %v", i, v, err)
+			}
+		}
+	} else {
+		n = par * callsPerGoroutine
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for g := range par {
+				wg.Go(func() {
+					for k := range callsPerGoroutine {
+						a := g*1000 + k
+						if v, err := c.Subtract(ctx, a, 3); err != nil || v != a-3 {
+							b.Errorf("subtract(%d, 3) = %d, %v", a, v, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perOp(b, n, "call", &before, &after)
+}

@@ -1,0 +1,286 @@
+// Command report reads Go benchmark output (from go test -bench and from
+// procbench), takes the median of each figure over its runs, and prints one
+// table in which every figure is also shown as a ratio to the floor (×F)
+// and to the fastest of the three peer libraries (×P).
+//
+//	report [-md FILE] FILE...
+//
+// The plain-text table goes to standard output; -md also writes it as a
+// Markdown table.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ndjsonrpc/jsonrpc/bench/suite"
+)
+
+// samples maps benchmark name (without "Benchmark" and the -N suffix) and
+// unit to the values read.
+type samples map[string]map[string][]float64
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+func parse(r io.Reader, s samples) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		name := procSuffix.ReplaceAllString(strings.TrimPrefix(f[0], "Benchmark"), "")
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			if s[name] == nil {
+				s[name] = map[string][]float64{}
+			}
+			s[name][f[i+1]] = append(s[name][f[i+1]], v)
+		}
+	}
+	return sc.Err()
+}
+
+func median(v []float64) (float64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	c := append([]float64(nil), v...)
+	sort.Float64s(c)
+	n := len(c)
+	if n%2 == 1 {
+		return c[n/2], true
+	}
+	return (c[n/2-1] + c[n/2]) / 2, true
+}
+
+// row is one line of the table: one figure of one benchmark for every
+// implementation. Lower is better for every figure shown.
+type row struct {
+	group string
+	label string
+	bench string  // benchmark name without the implementation
+	unit  string  // unit as reported
+	scale float64 // display value = value * scale
+	show  string  // unit as displayed
+}
+
+func rows() []row {
+	var rs []row
+	for _, w := range suite.Workloads {
+		rs = append(rs, row{"whole process", w.Name + " wall", "Process/" + w.Name, "ns/op", 1e-6, "ms"})
+	}
+	for _, w := range suite.Workloads {
+		rs = append(rs, row{"whole process", w.Name + " CPU (user+sys)", "Process/" + w.Name, "cpu-ms", 1, "ms"})
+	}
+	rs = append(rs, row{"whole process", "W5big peak RSS", "Process/W5big", "maxrss-MiB", 1, "MiB"})
+	for _, w := range suite.Workloads {
+		rs = append(rs, row{"in process, server", w.Name + " time", "Server/" + w.Name, "ns/req", 1, "ns/req"})
+	}
+	for _, w := range suite.Workloads {
+		rs = append(rs, row{"in process, server", w.Name + " allocs", "Server/" + w.Name, "allocs/req", 1, "allocs/req"})
+	}
+	rs = append(rs, row{"in process, server", "W5big peak heap", "Server/W5big", "peak-heap-MiB", 1, "MiB"})
+	for _, m := range []struct{ name, label string }{{"seq", "sequential"}, {"par64", "64 callers"}} {
+		rs = append(rs,
+			row{"round trip (io.Pipe)", m.label + " time", "RoundTrip/" + m.name, "ns/call", 1, "ns/call"},
+			row{"round trip (io.Pipe)", m.label + " allocs", "RoundTrip/" + m.name, "allocs/call", 1, "allocs/call"},
+		)
+	}
+	return rs
+}
+
+func num(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0"
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 0.01:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'g', 1, 64)
+	}
+}
+
+func ratio(v, base float64, ok bool) string {
+	if !ok || base == 0 {
+		return "–"
+	}
+	r := v / base
+	switch {
+	case r >= 100:
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	case r >= 10:
+		return strconv.FormatFloat(r, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(r, 'f', 2, 64)
+	}
+}
+
+func main() {
+	mdPath := flag.String("md", "", "also write the table as Markdown to this file")
+	flag.Parse()
+	s := samples{}
+	for _, path := range flag.Args() {
+		f, err := os.Open(path)
+		if err != nil {
+			fatal(err)
+		}
+		err = parse(f, s)
+		f.Close()
+		if err != nil {
+			fatal(err)
+		}
+	}
+
+	// Columns: every implementation that appears anywhere in the input.
+	var impls []suite.Impl
+	for _, im := range suite.Impls {
+		for name := range s {
+			if strings.HasSuffix(name, "/"+im.Name) {
+				impls = append(impls, im)
+				break
+			}
+		}
+	}
+	if len(impls) == 0 {
+		fatal(fmt.Errorf("no benchmark results in the input"))
+	}
+
+	header := []string{"measurement"}
+	for _, im := range impls {
+		header = append(header, im.Name)
+	}
+	var table [][]string
+	var groups []string
+	maxRuns := 0
+	for _, r := range rows() {
+		vals := map[string]float64{}
+		for _, im := range impls {
+			v := s[r.bench+"/"+im.Name][r.unit]
+			maxRuns = max(maxRuns, len(v))
+			if m, ok := median(v); ok {
+				vals[im.Name] = m
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		floorV, floorOK := vals["floor"]
+		bestPeer, peerOK := 0.0, false
+		for _, im := range impls {
+			if v, ok := vals[im.Name]; ok && im.Peer && (!peerOK || v < bestPeer) {
+				bestPeer, peerOK = v, true
+			}
+		}
+		line := []string{r.label + " (" + r.show + ")"}
+		for _, im := range impls {
+			v, ok := vals[im.Name]
+			if !ok {
+				line = append(line, "n/a")
+				continue
+			}
+			line = append(line, fmt.Sprintf("%s (%s×F, %s×P)", num(v*r.scale), ratio(v, floorV, floorOK), ratio(v, bestPeer, peerOK)))
+		}
+		table = append(table, line)
+		groups = append(groups, r.group)
+	}
+
+	legend := fmt.Sprintf("Each cell: median over the runs (up to %d per figure), then (value ÷ floor ×F, value ÷ fastest peer ×P); lower is better everywhere. "+
+		"Peers: jrpc2, sourcegraph, xexp. n/a: not run (no batch support). –: ratio undefined (zero).", maxRuns)
+
+	printText(os.Stdout, header, table, groups)
+	fmt.Println()
+	fmt.Println(legend)
+	if *mdPath != "" {
+		f, err := os.Create(*mdPath)
+		if err != nil {
+			fatal(err)
+		}
+		printMarkdown(f, header, table, groups)
+		fmt.Fprintln(f)
+		fmt.Fprintln(f, legend)
+		if err := f.Close(); err != nil {
+			fatal(err)
+		}
+	}
+}
+
+func printText(w io.Writer, header []string, table [][]string, groups []string) {
+	width := make([]int, len(header))
+	for i, h := range header {
+		width[i] = len([]rune(h))
+	}
+	for _, line := range table {
+		for i, c := range line {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	pr := func(cells []string) {
+		for i, c := range cells {
+			pad := width[i] - len([]rune(c))
+			if i == 0 {
+				fmt.Fprint(w, c, strings.Repeat(" ", pad))
+			} else {
+				fmt.Fprint(w, "  ", strings.Repeat(" ", pad), c)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	pr(header)
+	last := ""
+	for k, line := range table {
+		if groups[k] != last {
+			fmt.Fprintln(w, "-- "+groups[k])
+			last = groups[k]
+		}
+		pr(line)
+	}
+}
+
+func printMarkdown(w io.Writer, header []string, table [][]string, groups []string) {
+	fmt.Fprintln(w, "| "+strings.Join(header, " | ")+" |")
+	seps := make([]string, len(header))
+	for i := range seps {
+		if i == 0 {
+			seps[i] = "---"
+		} else {
+			seps[i] = "---:"
+		}
+	}
+	fmt.Fprintln(w, "| "+strings.Join(seps, " | ")+" |")
+	last := ""
+	for k, line := range table {
+		if groups[k] != last {
+			cells := make([]string, len(header))
+			cells[0] = "**" + groups[k] + "**"
+			fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+			last = groups[k]
+		}
+		fmt.Fprintln(w, "| "+strings.Join(line, " | ")+" |")
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "report:", err)
+	os.Exit(1)
+}
