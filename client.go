@@ -64,6 +64,8 @@ type Client struct {
 	ctx    context.Context // parent of the Handler's contexts
 	cancel context.CancelFunc
 
+	calls sync.Pool // of *pending, for Call
+
 	mu      sync.Mutex
 	pending map[int64]*pending
 	err     error // set once the client is closed
@@ -73,11 +75,13 @@ type Client struct {
 	closeOnce  sync.Once
 }
 
-// pending is a call waiting for its response.
+// pending is a call waiting for its response. Whoever takes it out of the
+// client's map (the reader with the response, or fail) sets err, decodes
+// the result into dest, and sends on done, once.
 type pending struct {
-	done   chan struct{} // closed when result or err is set
-	result []byte        // a copy of the response's result
-	err    error
+	done chan struct{} // capacity 1
+	dest any           // where the result is decoded; nil to drop it
+	err  error
 
 	// For streams: items gathered by the reader, and a signal for each.
 	stream bool
@@ -125,34 +129,38 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if err != nil {
 		return err
 	}
-	p := &pending{done: make(chan struct{})}
+	p, _ := c.calls.Get().(*pending)
+	if p == nil {
+		p = &pending{done: make(chan struct{}, 1)}
+	}
+	p.dest = result
 	id, err := c.add(p)
 	if err != nil {
 		return err
 	}
 	err = c.out.append(func(b []byte) []byte { return appendCall(b, id, method, raw) }, true)
 	if err != nil {
-		c.drop(id)
-		return c.closedErr(err)
+		if c.drop(id) {
+			return c.closedErr(err)
+		}
+		<-p.done
+		return p.err
 	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 		if c.drop(id) {
 			c.sendCancel(id)
+			p.dest = nil
+			c.calls.Put(p)
 			return ctx.Err()
 		}
 		<-p.done // the response was being delivered
 	}
-	if p.err != nil {
-		return p.err
-	}
-	if result != nil {
-		if err := json.Unmarshal(p.result, result); err != nil {
-			return err
-		}
-	}
-	return nil
+	err = p.err
+	p.dest, p.err = nil, nil
+	c.calls.Put(p)
+	return err
 }
 
 func appendCall(b []byte, id int64, method string, params []byte) []byte {
@@ -284,7 +292,7 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 		if bc.Notify {
 			continue
 		}
-		ps[i] = &pending{done: make(chan struct{})}
+		ps[i] = &pending{done: make(chan struct{}, 1), dest: bc.Result}
 		id, err := c.add(ps[i])
 		if err != nil {
 			c.dropAll(ids[:i])
@@ -324,19 +332,15 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 			}
 			return ctx.Err()
 		}
-		switch {
-		case errors.Is(p.err, ErrClosed):
+		if errors.Is(p.err, ErrClosed) {
 			for j := i; j < len(ps); j++ {
 				if ps[j] != nil {
 					calls[j].Err = p.err
 				}
 			}
 			return p.err
-		case p.err != nil:
-			calls[i].Err = p.err
-		case calls[i].Result != nil:
-			calls[i].Err = json.Unmarshal(p.result, calls[i].Result)
 		}
+		calls[i].Err = p.err
 	}
 	return nil
 }
@@ -364,7 +368,7 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 			yield(nil, err)
 			return
 		}
-		p := &pending{done: make(chan struct{}), stream: true, signal: make(chan struct{}, 1)}
+		p := &pending{done: make(chan struct{}, 1), stream: true, signal: make(chan struct{}, 1)}
 		id, err := c.add(p)
 		if err != nil {
 			yield(nil, err)
@@ -465,7 +469,7 @@ func (c *Client) fail(cause error) {
 	c.mu.Unlock()
 	for _, p := range ps {
 		p.err = c.err
-		close(p.done)
+		p.done <- struct{}{}
 	}
 }
 
@@ -656,10 +660,12 @@ func (c *Client) deliver(e *envelope) {
 		}
 		return
 	}
-	if resp.Error != nil {
+	// The caller waits for done, so its result is ours to fill.
+	switch {
+	case resp.Error != nil:
 		p.err = resp.Error
-	} else {
-		p.result = append([]byte(nil), resp.Result...)
+	case p.dest != nil:
+		p.err = json.Unmarshal(resp.Result, p.dest)
 	}
-	close(p.done)
+	p.done <- struct{}{}
 }

@@ -218,8 +218,15 @@ type conn struct {
 	aborted   chan struct{} // closed by abort
 	stopping  atomic.Bool   // no more lines are to be read
 	reading   atomic.Bool   // the reader is in Read
-	parked    atomic.Bool   // the watchdog waits for wake
-	wake      chan struct{}
+
+	// The watchdog is a timer, armed by the reader when it starts a unit
+	// and re-armed by itself while the reader is busy.
+	timer   *time.Timer
+	armed   atomic.Bool
+	tickMu  sync.Mutex // held by a tick; serve takes it to stop ticks
+	dead    bool       // guarded by tickMu: no more ticks
+	lastRS  *readState // guarded by tickMu: the last tick's sample
+	lastSeq uint64
 }
 
 func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
@@ -236,7 +243,6 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		grace:      s.CancelGrace,
 		finished:   make(chan struct{}),
 		aborted:    make(chan struct{}),
-		wake:       make(chan struct{}, 1),
 	}
 	c.mux, _ = c.handler.(*Mux)
 	if c.handler == nil {
@@ -262,11 +268,8 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 }
 
 func (c *conn) serve(ctx context.Context) error {
-	watchdogQuit, watchdogDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watchdogDone)
-		c.watchdog(watchdogQuit)
-	}()
+	c.timer = time.AfterFunc(time.Hour, c.tick)
+	c.timer.Stop()
 	c.live = 1
 	go c.readLoop(newReadState(), false)
 
@@ -288,8 +291,10 @@ func (c *conn) serve(ctx context.Context) error {
 	grace.Stop()
 	_ = c.out.Flush()
 	c.cancel(context.Canceled)
-	close(watchdogQuit)
-	<-watchdogDone
+	c.timer.Stop()
+	c.tickMu.Lock() // waits for a tick in progress
+	c.dead = true
+	c.tickMu.Unlock()
 
 	c.mu.Lock()
 	err := c.endErr
@@ -360,15 +365,9 @@ func (c *conn) beforeRead() {
 	c.reading.Store(true)
 }
 
-// afterRead wakes the watchdog if it rests.
+// afterRead notes that the reader is back from Read.
 func (c *conn) afterRead() {
 	c.reading.Store(false)
-	if c.parked.Load() {
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // readState is what the reading role owns. When a handler holds the
@@ -552,6 +551,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	rs.current.Store(0)
 	seq := rs.state.Load()>>2 + 1
 	rs.state.Store(seq<<2 | stateBusy)
+	c.arm()
 	c.runUnit(u, rs)
 	if rs.state.CompareAndSwap(seq<<2|stateBusy, seq<<2) {
 		return true
@@ -883,41 +883,44 @@ func (c *conn) cancelFrom(rs *readState, params []byte) {
 	}
 }
 
-// watchdog hands reading to a fresh goroutine when a handler has held the
-// reading goroutine for longer than handoffDelay.
-func (c *conn) watchdog(quit <-chan struct{}) {
-	t := time.NewTimer(handoffDelay)
-	defer t.Stop()
-	var last uint64
-	var lastRS *readState
-	for {
-		if c.reading.Load() {
-			c.parked.Store(true)
-			if c.reading.Load() {
-				select {
-				case <-c.wake:
-				case <-quit:
-					return
-				}
-			}
-			c.parked.Store(false)
-		}
-		t.Reset(handoffDelay)
-		select {
-		case <-t.C:
-		case <-quit:
+// arm starts the watchdog's timer unless it runs already. The reader
+// calls it as it starts each unit, so an idle connection has no timer.
+func (c *conn) arm() {
+	if !c.armed.Load() && c.armed.CompareAndSwap(false, true) {
+		c.timer.Reset(handoffDelay)
+	}
+}
+
+// tick is the watchdog: it hands reading to a fresh goroutine when the
+// reader has been busy with the same unit since the last tick, that is for
+// longer than handoffDelay. It re-arms itself while the reader is at work,
+// and rests once the reader waits in Read or reading has ended.
+func (c *conn) tick() {
+	c.tickMu.Lock()
+	defer c.tickMu.Unlock()
+	if c.dead {
+		return
+	}
+	rs := c.reader.Load()
+	s := rs.state.Load()
+	if rs == c.lastRS && s == c.lastSeq && s&stateBusy != 0 && s&stateHandedOff == 0 {
+		c.handoff(rs, s)
+		rs = c.reader.Load()
+		s = rs.state.Load()
+	}
+	c.lastRS, c.lastSeq = rs, s
+	if c.stopping.Load() || (c.reading.Load() && s&stateBusy == 0) {
+		c.armed.Store(false)
+		// A reader that started a unit meanwhile saw the timer armed and
+		// left it: look again, now that it shows as disarmed.
+		if s := c.reader.Load().state.Load(); s&stateBusy == 0 || c.stopping.Load() {
 			return
 		}
-		rs := c.reader.Load()
-		if rs == nil {
-			continue
+		if !c.armed.CompareAndSwap(false, true) {
+			return
 		}
-		s := rs.state.Load()
-		if rs == lastRS && s == last && s&stateBusy != 0 && s&stateHandedOff == 0 {
-			c.handoff(rs, s)
-		}
-		last, lastRS = s, rs
 	}
+	c.timer.Reset(handoffDelay)
 }
 
 // handoff passes the reading role on, if the reader is still busy with the
