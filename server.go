@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -189,6 +190,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // conn is one connection being served.
 type conn struct {
+	encoders   encoders
 	handler    Handler
 	mux        *Mux // the handler, when it is a non-nil *Mux
 	log        *slog.Logger
@@ -578,7 +580,8 @@ type task struct {
 	req    Request
 	ctx    *reqCtx
 	method *method
-	preErr *Error // answer with this and do not run
+	preErr *Error   // answer with this and do not run
+	enc    *encoder // holds the encoded result until it is written
 }
 
 // slow reports whether any task of u is for a method marked slow.
@@ -732,6 +735,7 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 		}
 		result, werr, ok := c.runTask(t, rs, inline)
 		if !ok || t.req.ID.IsZero() {
+			c.encoders.release(t)
 			continue
 		}
 		if !u.batch {
@@ -739,6 +743,7 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 				c.settle(prev)
 			}
 			c.writeAnswer(t.req.ID.raw, result, werr, offReader(rs))
+			c.encoders.release(t)
 			return
 		}
 		if n > 0 {
@@ -746,6 +751,7 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 		}
 		n++
 		out = appendAnswer(out, t.req.ID.raw, result, werr)
+		c.encoders.release(t)
 	}
 	if offReader(rs) {
 		c.settle(prev)
@@ -1183,11 +1189,59 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	if raw, isRaw := v.(json.RawMessage); isRaw && sameBytes(raw, t.req.Params) {
 		return raw, nil, true // the request's own params, validated as read
 	}
-	raw, err := encodeValue(v)
+	raw, enc, err := c.encoders.encode(v)
 	if err != nil {
 		return nil, internalError(fmt.Sprintf("%T", err), "cannot encode result: "+err.Error(), c.hideDetail), true
 	}
+	t.enc = enc
 	return raw, nil, true
+}
+
+// encoders keeps json.Encoders and their buffers for reuse, so that
+// encoding a result costs no allocation of its own.
+type encoders struct {
+	pool sync.Pool // of *encoder
+}
+
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// encode encodes v as encodeValue does. When the bytes come from a pooled
+// encoder, it is returned too, to be released once they are written.
+func (es *encoders) encode(v any) ([]byte, *encoder, error) {
+	switch v.(type) {
+	case nil, json.RawMessage, string:
+		raw, err := encodeValue(v)
+		return raw, nil, err
+	}
+	e, _ := es.pool.Get().(*encoder)
+	if e == nil {
+		e = new(encoder)
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		es.put(e)
+		return nil, nil, err
+	}
+	return bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), e, nil
+}
+
+// release returns the encoder that holds t's result, if any.
+func (es *encoders) release(t *task) {
+	if t.enc != nil {
+		es.put(t.enc)
+		t.enc = nil
+	}
+}
+
+func (es *encoders) put(e *encoder) {
+	if e.buf.Cap() <= 64<<10 {
+		es.pool.Put(e)
+	}
 }
 
 // sameBytes reports whether a and b are the same non-empty slice of memory.
