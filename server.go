@@ -1295,10 +1295,20 @@ func appendAnswer(b []byte, id string, result []byte, werr *Error) []byte {
 	return appendResultResponse(b, id, result)
 }
 
+// largeResult is the size from which a result is written from where it
+// lies rather than copied into the output buffer.
+const largeResult = 64 << 10
+
 // writeAnswer writes a response; flush is set off the reading goroutine,
 // where nobody else would flush it soon.
 func (c *conn) writeAnswer(id string, result []byte, werr *Error, flush bool) {
-	err := c.out.append(func(b []byte) []byte { return appendAnswer(b, id, result, werr) }, flush)
+	var err error
+	if werr == nil && len(result) >= largeResult {
+		head := appendResultResponse(nil, id, nil)
+		err = c.out.writeLarge(head[:len(head)-1], result, []byte("}"))
+	} else {
+		err = c.out.append(func(b []byte) []byte { return appendAnswer(b, id, result, werr) }, flush)
+	}
 	if err != nil {
 		c.abort(err)
 	}

@@ -1142,3 +1142,42 @@ func (p *slowParent) Done() <-chan struct{} {
 	}
 	return p.Context.Done()
 }
+
+// TestServeLargeResults checks that large results, which are written from
+// where they lie instead of through the output buffer, come out whole, one
+// line each, while other responses are written around them.
+func TestServeLargeResults(t *testing.T) {
+	checkLeaks(t)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	mux.HandleFunc("later", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		time.Sleep(3 * time.Millisecond) // long enough to be handed off
+		return append(json.RawMessage(nil), req.Params...), nil
+	})
+	big := strings.Repeat("x", 300<<10)
+	var in strings.Builder
+	want := map[string]string{}
+	for i := range 12 {
+		method := []string{"echo", "later", "echo"}[i%3]
+		params := fmt.Sprintf(`[%d]`, i)
+		if i%2 == 0 {
+			params = fmt.Sprintf(`[%d,"%s"]`, i, big)
+		}
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", i, method, params)
+		want[strconv.Itoa(i)] = params
+	}
+	lines := serveString(t, &jsonrpc.Server{Handler: mux}, in.String())
+	require.Len(t, lines, len(want))
+	for _, line := range lines {
+		var resp struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &resp), "line of %d bytes", len(line))
+		assert.Equal(t, want[string(resp.ID)], string(resp.Result), "id %s", resp.ID)
+		delete(want, string(resp.ID))
+	}
+	assert.Empty(t, want, "ids never answered")
+}

@@ -247,6 +247,43 @@ func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 	return lw.flushLocked()
 }
 
+// writeLarge writes one line made of head, body and tail, where body is
+// large: rather than copy body into the buffer, it writes what is buffered
+// and head, then body straight from the caller's memory, then tail. Lines
+// that others add meanwhile wait in the buffer, after tail.
+func (lw *LineWriter) writeLarge(head, body, tail []byte) error {
+	lw.mu.Lock()
+	for lw.writing && lw.err == nil {
+		lw.cond.Wait()
+	}
+	if lw.err != nil {
+		err := lw.err
+		lw.mu.Unlock()
+		return err
+	}
+	data := append(lw.buf, head...)
+	lw.buf, lw.spare = lw.spare[:0], nil
+	lw.writing = true
+	lw.mu.Unlock()
+
+	_, err := lw.w.Write(data)
+	if err == nil {
+		_, err = lw.w.Write(body)
+	}
+
+	lw.mu.Lock()
+	gathered := lw.buf
+	line := append(data[:0], tail...)
+	lw.buf = append(append(line, '\n'), gathered...)
+	lw.spare = gathered[:0]
+	lw.writing = false
+	if err != nil && lw.err == nil {
+		lw.err = err
+	}
+	lw.cond.Broadcast()
+	return lw.flushLocked()
+}
+
 // Flush writes out everything buffered. If another goroutine's write is in
 // flight, Flush leaves the data to it: that writer writes what gathered
 // meanwhile as soon as its own write ends.
