@@ -869,7 +869,7 @@ func TestHardeningHandlerNeverReturns(t *testing.T) {
 				srv := &jsonrpc.Server{Handler: mux, CancelGrace: grace}
 				inR, inW := io.Pipe()
 				defer inW.Close()
-				var out lockedBuf
+				var out lockedBuffer
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
 				errc := make(chan error, 1)
@@ -903,20 +903,3 @@ func TestHardeningHandlerNeverReturns(t *testing.T) {
 	}
 }
 
-// lockedBuf is a bytes.Buffer safe for concurrent use.
-type lockedBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
