@@ -902,4 +902,3 @@ func TestHardeningHandlerNeverReturns(t *testing.T) {
 		})
 	}
 }
-

@@ -846,7 +846,6 @@ func slogText(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-
 type ctxKey struct{}
 
 // TestHandlerContext checks the context a handler gets: values and
