@@ -454,7 +454,7 @@ const (
 // and never reused, so one a handler keeps stays valid (and cancelled).
 func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 	if len(rs.slab) == 0 {
-		rs.slab = make([]reqCtx, 64)
+		rs.slab = make([]reqCtx, 256)
 	}
 	rc := &rs.slab[0]
 	rs.slab = rs.slab[1:]

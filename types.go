@@ -314,7 +314,7 @@ type arena struct {
 	block []byte
 }
 
-const arenaBlock = 4096
+const arenaBlock = 16 << 10
 
 func (a *arena) str(b []byte) string {
 	if len(b) == 0 {

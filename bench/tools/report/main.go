@@ -138,6 +138,7 @@ func ratio(v, base float64, ok bool) string {
 
 func main() {
 	mdPath := flag.String("md", "", "also write the table as Markdown to this file")
+	targetsPath := flag.String("targets", "", "also write the check of the performance targets as Markdown to this file")
 	flag.Parse()
 	s := samples{}
 	for _, path := range flag.Args() {
@@ -211,6 +212,11 @@ func main() {
 	printText(os.Stdout, header, table, groups)
 	fmt.Println()
 	fmt.Println(legend)
+	if *targetsPath != "" {
+		if err := writeTargets(*targetsPath, s); err != nil {
+			fatal(err)
+		}
+	}
 	if *mdPath != "" {
 		f, err := os.Create(*mdPath)
 		if err != nil {
@@ -283,4 +289,77 @@ func printMarkdown(w io.Writer, header []string, table [][]string, groups []stri
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "report:", err)
 	os.Exit(1)
+}
+
+// target is one of the performance issue's targets for our library, as a
+// limit on one figure's ratio to a reference (the floor, or the fastest
+// peer) or on its value.
+type target struct {
+	what  string
+	bench string // benchmark name without the implementation
+	unit  string
+	ref   string  // "floor", "peer", or "" for an absolute limit
+	limit float64 // the figure, or its ratio to ref, must be at most this
+	show  string  // how the limit reads
+}
+
+var targets = []target{
+	{"W1 echo, whole process: time", "Process/W1echo", "ns/op", "floor", 2, "≤ 2×F"},
+	{"W3 batch, whole process: time", "Process/W3batch", "ns/op", "floor", 2, "≤ 2×F"},
+	{"W4 notifications, whole process: time", "Process/W4notify", "ns/op", "floor", 2, "≤ 2×F"},
+	{"W2 typed, whole process: time", "Process/W2typed", "ns/op", "floor", 6, "≤ 6×F"},
+	{"W5 big, whole process: time (bytes/s at least half the floor's)", "Process/W5big", "ns/op", "floor", 2, "≤ 2×F"},
+	{"W5 big, in process: time (bytes/s at least half the floor's)", "Server/W5big", "ns/req", "floor", 2, "≤ 2×F"},
+	{"W5 big, in process: peak heap (at most 3× the 256 KiB message)", "Server/W5big", "peak-heap-MiB", "", 0.75, "≤ 0.75 MiB"},
+	{"W1 echo, in process: allocations per request (raw handler)", "Server/W1echo", "allocs/req", "", 1.01, "≤ 1"},
+	{"W2 typed, in process: allocations per request (typed adapter)", "Server/W2typed", "allocs/req", "", 10, "≤ 10"},
+	{"round trip, one caller: time per call", "RoundTrip/seq", "ns/call", "floor", 2, "≤ 2×F"},
+	{"round trip, one caller: allocations per call", "RoundTrip/seq", "allocs/call", "", 12, "≤ 12"},
+	{"round trip, 64 callers: time per call (calls/s at least 3× the fastest peer's)", "RoundTrip/par64", "ns/call", "peer", 1.0 / 3, "≤ P/3"},
+}
+
+// writeTargets writes, for each target, what our library measured and
+// whether the target is met.
+func writeTargets(path string, s samples) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(f, "| target | limit | ours | met |")
+	fmt.Fprintln(f, "| --- | --- | ---: | :---: |")
+	for _, t := range targets {
+		ours, ok := median(s[t.bench+"/ours"][t.unit])
+		if !ok {
+			fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
+			continue
+		}
+		value, shown := ours, num(ours)
+		switch t.ref {
+		case "floor":
+			base, ok := median(s[t.bench+"/floor"][t.unit])
+			if !ok || base == 0 {
+				fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
+				continue
+			}
+			value, shown = ours/base, ratio(ours, base, true)+"×F"
+		case "peer":
+			best := math.Inf(1)
+			for _, im := range suite.Impls {
+				if v, ok := median(s[t.bench+"/"+im.Name][t.unit]); ok && im.Peer && v < best {
+					best = v
+				}
+			}
+			if math.IsInf(best, 1) {
+				fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
+				continue
+			}
+			value, shown = ours/best, ratio(ours, best, true)+"×P"
+		}
+		met := "no"
+		if value <= t.limit {
+			met = "yes"
+		}
+		fmt.Fprintf(f, "| %s | %s | %s | %s |\n", t.what, t.show, shown, met)
+	}
+	return f.Close()
 }
