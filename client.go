@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -665,7 +666,50 @@ func (c *Client) deliver(e *envelope) {
 	case resp.Error != nil:
 		p.err = resp.Error
 	case p.dest != nil:
-		p.err = json.Unmarshal(resp.Result, p.dest)
+		p.err = decodeResult(resp.Result, p.dest)
 	}
 	p.done <- struct{}{}
+}
+
+// decodeResult decodes a result, already validated as JSON, into dest as
+// json.Unmarshal would. The commonest destinations with a plain value take
+// a shorter way; anything else, or anything unusual, goes to encoding/json.
+func decodeResult(raw []byte, dest any) error {
+	switch d := dest.(type) {
+	case *json.RawMessage:
+		*d = append((*d)[:0], raw...)
+		return nil
+	case *int:
+		if n, err := strconv.ParseInt(string(raw), 10, strconv.IntSize); err == nil {
+			*d = int(n)
+			return nil
+		}
+	case *int64:
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			*d = n
+			return nil
+		}
+	case *float64:
+		if len(raw) > 0 && raw[0] != 'n' && raw[0] != '"' && raw[0] != 't' && raw[0] != 'f' {
+			if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+				*d = f
+				return nil
+			}
+		}
+	case *string:
+		if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+			*d = string(raw[1 : len(raw)-1])
+			return nil
+		}
+	case *bool:
+		switch string(raw) {
+		case "true":
+			*d = true
+			return nil
+		case "false":
+			*d = false
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dest)
 }
