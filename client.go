@@ -70,6 +70,7 @@ type Client struct {
 	mu      sync.Mutex
 	pending map[int64]*pending
 	err     error // set once the client is closed
+	closing bool  // Close waits for wg: no more goroutines may start
 
 	readerDone chan struct{}
 	wg         sync.WaitGroup // handlers and cancel writers
@@ -121,10 +122,12 @@ func NewClient(r io.Reader, w io.Writer, opts *ClientOptions) *Client {
 // or be nil for none; a json.RawMessage is sent as it is.
 //
 // If the peer answers with an error, Call returns it as an *Error. If ctx
-// ends first, Call returns ctx.Err() at once, tells the peer with
+// ends before the response comes, Call returns ctx.Err() at once, tells the peer with
 // "$/cancelRequest" (unless NoCancelRequest is set), and drops the late
-// response. Once the client is closed, Call returns an error wrapping
-// [ErrClosed] and the reason the connection ended.
+// response. (The request itself is written on the calling goroutine: a
+// peer that stops reading holds Call in that write, whatever ctx says,
+// until the client is closed.) Once the client is closed, Call returns an
+// error wrapping [ErrClosed] and the reason the connection ended.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	raw, err := encodeParams(params)
 	if err != nil {
@@ -212,7 +215,7 @@ func (c *Client) sendCancel(id int64) {
 		return append(b, "}}"...)
 	}, false)
 	if err == nil {
-		c.wg.Go(func() { _ = c.out.Flush() })
+		c.goTracked(func() { _ = c.out.Flush() })
 	}
 }
 
@@ -226,7 +229,8 @@ func (c *Client) closedErr(err error) error {
 }
 
 // Notify sends a notification: method with params, for which no response
-// comes. It returns once the notification is written.
+// comes. It returns once the notification is written, or queued behind a
+// write in flight that takes it along.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -319,6 +323,7 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 		c.dropAll(ids)
 		return failAll(c.closedErr(err))
 	}
+	var first error // the close that ended the batch, if any
 	for i, p := range ps {
 		if p == nil {
 			continue
@@ -326,24 +331,28 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 		select {
 		case <-p.done:
 		case <-ctx.Done():
+			// Calls still waiting are cancelled and fail with ctx's
+			// error; a call whose response is being delivered keeps it.
 			for j := i; j < len(ps); j++ {
-				if ps[j] != nil && c.drop(ids[j]) {
+				if ps[j] == nil {
+					continue
+				}
+				if c.drop(ids[j]) {
 					c.sendCancel(ids[j])
+					calls[j].Err = ctx.Err()
+				} else {
+					<-ps[j].done
+					calls[j].Err = ps[j].err
 				}
 			}
 			return ctx.Err()
 		}
-		if errors.Is(p.err, ErrClosed) {
-			for j := i; j < len(ps); j++ {
-				if ps[j] != nil {
-					calls[j].Err = p.err
-				}
-			}
-			return p.err
-		}
 		calls[i].Err = p.err
+		if errors.Is(p.err, ErrClosed) && first == nil {
+			first = p.err
+		}
 	}
-	return nil
+	return first
 }
 
 func (c *Client) dropAll(ids []int64) {
@@ -427,19 +436,34 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 	}
 }
 
-// Close closes the connection: every call in flight returns an error
-// wrapping [ErrClosed], the reader goroutine ends (see [NewClient]), and
+// goTracked runs f on a goroutine that Close waits for, unless Close has
+// begun waiting, and reports whether it did.
+func (c *Client) goTracked(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.wg.Go(f)
+	return true
+}
+
+// Close closes the connection at once: messages not yet written are
+// dropped, every call in flight returns an error wrapping [ErrClosed], the reader goroutine ends (see [NewClient]), and
 // the contexts of the client's Handler calls are cancelled and waited for.
 // Close is idempotent and safe to call from any goroutine.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.fail(nil)
 		_ = c.in.Close()
-		_ = c.out.Close()
+		c.out.closeNow()
 		c.cancel()
 		if _, ok := c.in.r.(io.Closer); ok {
 			<-c.readerDone
 		}
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
 		c.wg.Wait()
 	})
 	return nil
@@ -540,7 +564,9 @@ func (c *Client) dispatch(e *envelope) {
 	if e.params == nil {
 		req.Params = nil
 	}
-	c.wg.Go(func() { c.serveRequest(&req) })
+	if !c.goTracked(func() { c.serveRequest(&req) }) {
+		c.reply(id, nil, ErrMethodNotFound)
+	}
 }
 
 // serveRequest runs the Handler for a request from the peer.

@@ -84,9 +84,10 @@
 //
 // Serve returns nil at the end of its input, once the handlers in flight
 // have returned and their responses are written. [Server.Shutdown] stops
-// reading and waits for the work in flight; [Server.Close] also cancels
-// the handlers' contexts. Neither waits longer than [Server.CancelGrace]
-// for a handler that ignores its context.
+// reading and waits for the work in flight, for as long as its context
+// allows; [Server.Close] also cancels the handlers' contexts, and Serve
+// then waits no longer than [Server.CancelGrace] for a handler that
+// ignores its context.
 //
 // # Streaming
 //

@@ -81,20 +81,44 @@ func (p *Process) Close() error {
 }
 
 func (p *Process) shutdown() {
-	_ = p.Client.out.Close()
 	t := time.NewTimer(p.waitDelay())
 	defer t.Stop()
+	// Write what is buffered and close the process's input; a process
+	// that does not read holds this up, so it runs alongside the timer.
+	closed := make(chan struct{})
+	go func() {
+		_ = p.Client.out.Close()
+		close(closed)
+	}()
+	exited := make(chan struct{})
+	go func() {
+		// Read to the end of the output first: Wait closes the pipe.
+		select {
+		case <-p.Client.Done():
+		case <-t.C:
+			p.kill()
+			<-p.Client.Done()
+		}
+		p.err = p.Cmd.Wait()
+		close(exited)
+	}()
 	select {
-	case <-p.Client.Done():
+	case <-exited:
 	case <-t.C:
-		_ = p.Cmd.Process.Kill()
-		// A grandchild may still hold the output open: stop reading it
-		// rather than wait for it.
-		_ = p.Client.Close()
+		p.kill()
+		<-exited
 	}
-	p.err = p.Cmd.Wait()
+	<-closed
 	close(p.waited)
 	_ = p.Client.Close()
+}
+
+// kill kills the process, and stops reading its output, which a child of
+// its own may still hold open.
+func (p *Process) kill() {
+	_ = p.Cmd.Process.Kill()
+	p.Client.in.Close()
+	p.Client.out.closeNow()
 }
 
 func (p *Process) waitDelay() time.Duration {

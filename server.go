@@ -112,10 +112,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // up to CancelGrace for them, and returns ctx.Err(); after [Server.Close]
 // or [Server.Shutdown] it returns [ErrServerClosed].
 //
-// A blocked Read cannot be interrupted: when told to stop, Serve closes r
-// if it is an io.Closer, and w too if a write is still blocked when the
-// grace period ends. Otherwise the goroutine in Read ends when Read
-// returns, after Serve has.
+// A blocked Read cannot always be interrupted. On Close or the end of ctx,
+// Serve closes r if it is an io.Closer, and w too if a write is still
+// blocked when the grace period ends. On Shutdown, which must still write,
+// it uses CloseRead or a read deadline where r has them, and closes r only
+// if it is not also w. Otherwise the goroutine in Read ends when Read
+// returns, after Serve has. Serve never closes r or w at the end of the
+// input.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	c := newConn(s, ctx, r, w)
 	if !s.track(c) {
@@ -170,13 +173,14 @@ func (s *Server) Close() error {
 
 // Shutdown stops reading on every connection, lets the requests already
 // read finish and their responses be written, and returns when all of that
-// is done, or returns ctx.Err() if ctx ends first (the caller may then call
-// Close). Each Serve returns [ErrServerClosed]. Calling Shutdown from inside
-// a handler deadlocks.
+// is done, or returns ctx.Err() if ctx ends first. Unlike Close, it waits
+// for handlers without limit (CancelGrace does not apply): give it a ctx
+// with a deadline, and call Close when that passes. Each Serve returns
+// [ErrServerClosed]. Calling Shutdown from inside a handler deadlocks.
 func (s *Server) Shutdown(ctx context.Context) error {
 	cs := s.closeAll()
 	for _, c := range cs {
-		c.stopReading(ErrServerClosed)
+		c.stopReading(ErrServerClosed, true)
 	}
 	for _, c := range cs {
 		select {
@@ -278,7 +282,7 @@ func (c *conn) serve(ctx context.Context) error {
 	select {
 	case <-c.finished:
 	case <-ctx.Done():
-		c.abort(context.Cause(ctx))
+		c.abort(ctx.Err())
 	case <-c.aborted:
 	}
 	grace := time.NewTimer(c.grace)
@@ -286,7 +290,7 @@ func (c *conn) serve(ctx context.Context) error {
 	case <-c.finished:
 	case <-grace.C:
 		// Abandon what is still running; unblock a stuck writer.
-		if wc, ok := c.w.(io.Closer); ok {
+		if wc, ok := c.w.(io.Closer); ok && c.out.busy() {
 			_ = wc.Close()
 		}
 	}
@@ -320,9 +324,13 @@ func (c *conn) exit() {
 	c.mu.Unlock()
 }
 
-// stopReading ends reading with cause (the first cause is kept), closing
-// the reader so that a pending Read returns.
-func (c *conn) stopReading(cause error) {
+// stopReading ends reading with cause (the first cause is kept). When
+// interrupt is set, it also makes a pending Read return, in the gentlest
+// way the reader allows: CloseRead (a TCP or Unix connection), a read
+// deadline in the past, or, when the reader is not also the writer, Close.
+// A connection that is both and allows neither is left alone, so that the
+// responses still to come can be written.
+func (c *conn) stopReading(cause error, interrupt bool) {
 	c.mu.Lock()
 	if c.endErr == nil {
 		c.endErr = cause
@@ -330,7 +338,16 @@ func (c *conn) stopReading(cause error) {
 	c.stopping.Store(true)
 	c.cond.Broadcast()
 	c.mu.Unlock()
-	if _, ok := c.r.(io.Closer); ok {
+	if !interrupt {
+		return
+	}
+	if cr, ok := c.r.(interface{ CloseRead() error }); ok && cr.CloseRead() == nil {
+		return
+	}
+	if d, ok := c.r.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Unix(1, 0)) == nil {
+		return
+	}
+	if _, ok := c.r.(io.Closer); ok && c.r != c.w {
 		_ = c.in.Close()
 	}
 }
@@ -339,7 +356,12 @@ func (c *conn) stopReading(cause error) {
 // dropped, and every handler's context is cancelled.
 func (c *conn) abort(cause error) {
 	c.abortOnce.Do(func() {
-		c.stopReading(cause)
+		c.stopReading(cause, true)
+		// Nothing more is written, so a reader that is also the
+		// writer may be closed too.
+		if _, ok := c.r.(io.Closer); ok {
+			_ = c.in.Close()
+		}
 		c.mu.Lock()
 		c.queue = nil
 		c.mu.Unlock()
@@ -497,7 +519,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 				c.writeError(nullID, limitError("message too large", c.in.max), false)
 				continue
 			}
-			c.stopReading(err)
+			c.stopReading(err, false)
 			if err := c.out.Flush(); err != nil {
 				c.abort(err)
 			}
@@ -558,7 +580,11 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	if rs.state.CompareAndSwap(seq<<2|stateBusy, seq<<2) {
 		return true
 	}
-	// Reading moved on without us: finish as a worker.
+	// Reading moved on without us: take what the handoff registered out
+	// of reach of cancels, and finish as a worker.
+	for i := range u.tasks {
+		c.settle(u.tasks[i].ctx)
+	}
 	c.work()
 	return false
 }
@@ -947,7 +973,7 @@ func (c *conn) handoff(rs *readState, s uint64) {
 	c.running.Add(1)
 	// The unit is still running, so its tasks stay as they are.
 	if i := int(rs.current.Load()); i < len(rs.unit.tasks) {
-		if rc := rs.unit.tasks[i].ctx; rc != nil {
+		if rc := rs.unit.tasks[i].ctx; rc != nil && rc.flags.Load()&flagEnded == 0 {
 			rc.flags.Or(flagInline)
 			c.register(rc)
 		}
@@ -1262,7 +1288,7 @@ func encodeValue(v any) ([]byte, error) {
 		if !validJSON(v) {
 			return nil, errors.New("json.RawMessage is not valid JSON")
 		}
-		return v, nil
+		return oneLine(v), nil
 	case string:
 		return appendString(nil, v), nil
 	}

@@ -334,7 +334,13 @@ func (lw *LineWriter) Close() error {
 	if lw.closed.Swap(true) {
 		return nil
 	}
-	err := lw.Flush()
+	// Wait out a write in flight, then write what gathered meanwhile, so
+	// that nothing accepted before Close is dropped.
+	lw.mu.Lock()
+	for lw.writing && lw.err == nil {
+		lw.cond.Wait()
+	}
+	err := lw.flushLocked()
 	lw.fail(&closedError{})
 	if c, ok := lw.w.(io.Closer); ok {
 		if cerr := c.Close(); err == nil {
@@ -342,6 +348,17 @@ func (lw *LineWriter) Close() error {
 		}
 	}
 	return err
+}
+
+// closeNow closes the writer without writing what is buffered, and closes
+// the underlying writer if it is an io.Closer, which unblocks a write in
+// flight on most writers.
+func (lw *LineWriter) closeNow() {
+	lw.closed.Store(true)
+	lw.fail(&closedError{})
+	if c, ok := lw.w.(io.Closer); ok {
+		_ = c.Close()
+	}
 }
 
 // fail makes err the writer's sticky error, unless it already has one, and
@@ -357,6 +374,13 @@ func (lw *LineWriter) fail(err error) {
 
 // IsClosed reports whether Close has been called.
 func (lw *LineWriter) IsClosed() bool { return lw.closed.Load() }
+
+// busy reports whether a write to the underlying writer is in flight.
+func (lw *LineWriter) busy() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.writing
+}
 
 // Err returns the writer's sticky error, or nil.
 func (lw *LineWriter) Err() error {

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"sync/atomic"
@@ -96,7 +97,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	if r.Params != nil && !validParams(r.Params) {
 		return nil, Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
 	}
-	return appendRequest(nil, r.ID.raw, r.Method, r.Params), nil
+	return appendRequest(nil, r.ID.raw, r.Method, oneLine(r.Params)), nil
 }
 
 // UnmarshalJSON decodes a JSON-RPC 2.0 request object strictly, as a
@@ -152,6 +153,8 @@ func (r Response) MarshalJSON() ([]byte, error) {
 		result = nullID
 	} else if !validJSON(result) {
 		return nil, Errorf(CodeInternalError, "Internal error: result is not valid JSON")
+	} else {
+		result = oneLine(result)
 	}
 	return appendResultResponse(nil, id, result), nil
 }
@@ -220,6 +223,19 @@ func validParams(p []byte) bool {
 	return i < len(p) && (p[i] == '{' || p[i] == '[') && validJSON(p)
 }
 
+// oneLine returns valid JSON raw as it is if it holds no newline, and
+// compacted otherwise, so that it never breaks the line framing.
+func oneLine(raw []byte) []byte {
+	if bytes.IndexByte(raw, '\n') < 0 {
+		return raw
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
 // Wire encoding. Every function appends exactly one JSON object and no
 // newline.
 
@@ -256,7 +272,7 @@ func appendErrorResponse[S string | []byte](buf []byte, id S, e *Error) []byte {
 	buf = appendString(buf, e.Message)
 	if e.Data != nil && validJSON(e.Data) {
 		buf = append(buf, `,"data":`...)
-		buf = append(buf, e.Data...)
+		buf = append(buf, oneLine(e.Data)...)
 	}
 	return append(buf, "}}"...)
 }
