@@ -1322,3 +1322,17 @@ func TestClientClose(t *testing.T) {
 }
 
 var errBoom = errors.New("boom")
+
+// TestClientRawParamsSpanningLines checks that raw params which span
+// several lines are sent on one line.
+func TestClientRawParamsSpanningLines(t *testing.T) {
+	checkLeaks(t)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	c := newPair(t, mux)
+	var got json.RawMessage
+	require.NoError(t, c.Call(t.Context(), "echo", json.RawMessage("{\n  \"x\": 1\n}"), &got))
+	assert.JSONEq(t, `{"x":1}`, string(got))
+}

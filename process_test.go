@@ -160,6 +160,11 @@ func TestProcessWaitDelay(t *testing.T) {
 		// after WaitDelay, as exec.Cmd.WaitDelay does, and not once the
 		// grandchild exits (5s later).
 		{"grandchild keeps stdout open", []string{"sh", "-c", "sleep 5; exit 0"}},
+		// The child closes its output but keeps running: the end of
+		// the output must not stop Close from killing it.
+		{"closes stdout and keeps running", []string{"sh", "-c", "exec 1>&-; sleep 5"}},
+		// The child closes its input and keeps running.
+		{"closes stdin and keeps running", []string{"sh", "-c", "exec 0<&-; sleep 5"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -1162,4 +1163,55 @@ func TestServeLargeResults(t *testing.T) {
 		delete(want, string(resp.ID))
 	}
 	assert.Empty(t, want, "ids never answered")
+}
+
+// TestServeRawJSONSpanningLines checks that raw JSON which spans several
+// lines, in a result or in an error's data, is compacted onto the one line
+// of its response.
+func TestServeRawJSONSpanningLines(t *testing.T) {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("pretty", func(context.Context, *jsonrpc.Request) (any, error) {
+		return json.RawMessage("{\n  \"a\": [1,\n 2]\n}"), nil
+	})
+	mux.HandleFunc("prettyError", func(context.Context, *jsonrpc.Request) (any, error) {
+		return nil, &jsonrpc.Error{Code: 7, Message: "m", Data: json.RawMessage("[\n1\n]")}
+	})
+	lines := serveString(t, &jsonrpc.Server{Handler: mux},
+		`{"jsonrpc":"2.0","id":1,"method":"pretty"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"prettyError"}`+"\n")
+	require.Len(t, lines, 2)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"a":[1,2]}}`, lines[0])
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":7,"message":"m","data":[1]}}`, lines[1])
+}
+
+// TestServeShutdownSharedConn checks that Shutdown on a connection that is
+// both the reader and the writer stops reading without closing it, so the
+// response of a request in flight still reaches the peer.
+func TestServeShutdownSharedConn(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("wait", func(context.Context, *jsonrpc.Request) (any, error) {
+		close(started)
+		<-release
+		return "done", nil
+	})
+	srv := &jsonrpc.Server{Handler: mux}
+	serverSide, peer := net.Pipe()
+	defer peer.Close()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), serverSide, serverSide) }()
+	_, err := peer.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"wait"}` + "\n"))
+	require.NoError(t, err)
+	recv(t, started, "the handler to start")
+
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }()
+	close(release)
+	line, err := bufio.NewReader(peer).ReadString('\n')
+	require.NoError(t, err, "the response in flight is written after Shutdown")
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"done"}`, line)
+	assert.NoError(t, recv(t, shut, "Shutdown to return"))
+	assert.ErrorIs(t, recv(t, served, "Serve to return"), jsonrpc.ErrServerClosed)
+	serverSide.Close()
 }

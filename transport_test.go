@@ -472,3 +472,48 @@ func (w *flakyWriter) Write(p []byte) (int, error) {
 	}
 	return w.buf.Write(p)
 }
+
+// gatedWriter holds its first Write until released, and says when that
+// Write has begun.
+type gatedWriter struct {
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	buf     bytes.Buffer
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	first := false
+	w.once.Do(func() { first = true })
+	if first {
+		close(w.entered)
+		<-w.release
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+// TestLineWriterCloseKeepsAccepted checks that Close, while another
+// goroutine's write is in flight, still writes what was accepted meanwhile.
+func TestLineWriterCloseKeepsAccepted(t *testing.T) {
+	w := &gatedWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	lw := jsonrpc.NewLineWriter(w)
+	first := make(chan error, 1)
+	go func() {
+		if err := lw.WriteMessage([]byte(`"first"`)); err != nil {
+			first <- err
+			return
+		}
+		first <- lw.Flush()
+	}()
+	<-w.entered
+	require.NoError(t, lw.WriteMessage([]byte(`"second"`)))
+	closed := make(chan error, 1)
+	go func() { closed <- lw.Close() }()
+	close(w.release)
+	assert.NoError(t, <-first)
+	assert.NoError(t, <-closed)
+	assert.Equal(t, "\"first\"\n\"second\"\n", w.buf.String())
+}
