@@ -129,7 +129,8 @@ func (lr *LineReader) fill() {
 		lr.start, lr.end = 0, n
 	}
 	if lr.end == len(lr.buf) {
-		size := 2 * len(lr.buf)
+		// Grow by half: a long line costs at most half again its size.
+		size := len(lr.buf) + len(lr.buf)/2
 		if size < initialBufSize {
 			size = initialBufSize
 		}

@@ -167,9 +167,9 @@ do not change from run to run; the figures above do):
   are the same on both sides.
 - **W5 peak heap.** The figure is the whole process's heap, the benchmark's
   own input and output included (the floor shows about 1 MiB as well); of it,
-  the library holds the read buffer, which doubles from 64 KiB until a line
-  fits (512 KiB for a 256 KiB line), and no copy of large results, which it
-  writes from where they lie.
+  the library holds the read buffer, which grows by half from 64 KiB until a
+  line fits (324 KiB for a 256 KiB line), and no copy of large results, which
+  it writes from where they lie.
 EOF
 	echo
 	echo "<details><summary>benchstat of the same runs (all metrics, medians with 90% confidence intervals)</summary>"
