@@ -1167,9 +1167,23 @@ func TestClientMalformedLines(t *testing.T) {
 
 // brokenReader is a reader that is not an io.Closer: each Read blocks
 // until it is sent the error to fail with.
-type brokenReader struct{ errc chan error }
+// brokenReader blocks each Read until an error is sent on errc; entered,
+// if set, is closed when the first Read begins.
+type brokenReader struct {
+	errc    chan error
+	entered chan struct{}
+}
 
-func (r brokenReader) Read([]byte) (int, error) { return 0, <-r.errc }
+func (r brokenReader) Read([]byte) (int, error) {
+	if r.entered != nil {
+		select {
+		case <-r.entered:
+		default:
+			close(r.entered)
+		}
+	}
+	return 0, <-r.errc
+}
 
 func TestClientClose(t *testing.T) {
 	t.Run("idempotent, and everything fails after", func(t *testing.T) {
@@ -1289,8 +1303,9 @@ func TestClientClose(t *testing.T) {
 
 	t.Run("reader that is not a Closer", func(t *testing.T) {
 		checkLeaks(t)
-		br := brokenReader{errc: make(chan error, 1)}
+		br := brokenReader{errc: make(chan error, 1), entered: make(chan struct{})}
 		c, _ := newRawPeerReader(t, br, nil)
+		recv(t, br.entered, "the reader goroutine to be in Read")
 		// Close cannot interrupt the Read, so it returns at once and the
 		// reader goroutine ends when Read returns.
 		assert.NoError(t, c.Close())
