@@ -314,31 +314,7 @@ func TestClientWithJRPC2Server(t *testing.T) {
 		assert.Equal(t, `note ["in a batch"]`, recv(t, notes, "the notification in the batch"))
 	})
 
-	t.Run("concurrent calls", func(t *testing.T) {
-		const goroutines, calls = 16, 50
-		errs := make(chan error, goroutines)
-		var wg sync.WaitGroup
-		for g := range goroutines {
-			wg.Go(func() {
-				for i := range calls {
-					var got int
-					if err := c.Call(t.Context(), "mul", [2]int{g, i}, &got); err != nil {
-						errs <- fmt.Errorf("mul(%d, %d): %w", g, i, err)
-						return
-					}
-					if got != g*i {
-						errs <- fmt.Errorf("mul(%d, %d) = %d; want %d", g, i, got, g*i)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			assert.NoError(t, err)
-		}
-	})
+	t.Run("concurrent calls", func(t *testing.T) { checkConcurrentMul(t, c.Call) })
 
 	t.Run("cancelled call", func(t *testing.T) {
 		// jrpc2 ignores "$/cancelRequest" (an unknown notification), so its
@@ -594,31 +570,7 @@ func TestJRPC2ClientWithOurServer(t *testing.T) {
 		assert.Equal(t, `note ["in a batch"]`, recv(t, notes, "the notification in the batch"))
 	})
 
-	t.Run("concurrent calls", func(t *testing.T) {
-		const goroutines, calls = 16, 50
-		errs := make(chan error, goroutines)
-		var wg sync.WaitGroup
-		for g := range goroutines {
-			wg.Go(func() {
-				for i := range calls {
-					var got int
-					if err := cli.CallResult(t.Context(), "mul", [2]int{g, i}, &got); err != nil {
-						errs <- fmt.Errorf("mul(%d, %d): %w", g, i, err)
-						return
-					}
-					if got != g*i {
-						errs <- fmt.Errorf("mul(%d, %d) = %d; want %d", g, i, got, g*i)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			assert.NoError(t, err)
-		}
-	})
+	t.Run("concurrent calls", func(t *testing.T) { checkConcurrentMul(t, cli.CallResult) })
 
 	t.Run("cancel through OnCancel", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
@@ -882,4 +834,32 @@ func TestDemo(t *testing.T) {
 		assert.NoError(t, p.Close())
 		assert.ErrorIs(t, p.Call(t.Context(), "subtract", []int{1, 1}, nil), jsonrpc.ErrClosed)
 	})
+}
+
+// checkConcurrentMul calls "mul" from 16 goroutines at once, 50 times each,
+// through call, and checks every answer.
+func checkConcurrentMul(t *testing.T, call func(ctx context.Context, method string, params, result any) error) {
+	const goroutines, calls = 16, 50
+	errs := make(chan error, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				var got int
+				if err := call(t.Context(), "mul", [2]int{g, i}, &got); err != nil {
+					errs <- fmt.Errorf("mul(%d, %d): %w", g, i, err)
+					return
+				}
+				if got != g*i {
+					errs <- fmt.Errorf("mul(%d, %d) = %d; want %d", g, i, got, g*i)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
 }
