@@ -153,13 +153,11 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		if c.drop(id) {
-			c.sendCancel(id)
+		if c.abandon(id, p) {
 			p.dest = nil
 			c.calls.Put(p)
 			return ctx.Err()
 		}
-		<-p.done // the response was being delivered
 	}
 	err = p.err
 	p.dest, p.err = nil, nil
@@ -201,6 +199,19 @@ func (c *Client) drop(id int64) bool {
 	}
 	delete(c.pending, id)
 	return true
+}
+
+// abandon gives up waiting for the call with id, whose context ended. If
+// the call was still pending, it is forgotten, the peer is told, and
+// abandon reports true; if its response was already being delivered, it
+// waits for that delivery to end and reports false.
+func (c *Client) abandon(id int64, p *pending) bool {
+	if c.drop(id) {
+		c.sendCancel(id)
+		return true
+	}
+	<-p.done
+	return false
 }
 
 // sendCancel tells the peer that the call with id is cancelled, without
@@ -337,11 +348,9 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 				if ps[j] == nil {
 					continue
 				}
-				if c.drop(ids[j]) {
-					c.sendCancel(ids[j])
+				if c.abandon(ids[j], ps[j]) {
 					calls[j].Err = ctx.Err()
 				} else {
-					<-ps[j].done
 					calls[j].Err = ps[j].err
 				}
 			}
@@ -411,12 +420,10 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 				continue
 			case <-p.done:
 			case <-ctx.Done():
-				if c.drop(id) {
-					c.sendCancel(id)
+				if c.abandon(id, p) {
 					yield(nil, ctx.Err())
 					return
 				}
-				<-p.done
 			}
 			// Done: deliver what came before the response, then the end.
 			p.mu.Lock()
