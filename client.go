@@ -45,6 +45,12 @@ type ClientOptions struct {
 	// [DefaultMaxMessageSize].
 	MaxMessageSize int
 
+	// MaxBatch is the most entries read from one batch (a JSON array of
+	// responses or requests); zero means [DefaultMaxBatch]. A longer
+	// array is validated but otherwise dropped, so [Client.Batch] should
+	// not send more calls than this at once.
+	MaxBatch int
+
 	// Logger receives malformed and dropped messages at Debug; nil
 	// discards.
 	Logger *slog.Logger
@@ -510,6 +516,10 @@ func (c *Client) read() {
 	defer close(c.readerDone)
 	var env envelope
 	var batch []envelope
+	maxBatch := c.opts.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
+	}
 	for {
 		line, err := c.in.ReadMessage()
 		if err != nil {
@@ -524,7 +534,7 @@ func (c *Client) read() {
 			return
 		}
 		var kind lineKind
-		kind, batch = scanLine(line, &env, batch)
+		kind, batch = scanLine(line, &env, batch, maxBatch)
 		switch kind {
 		case lineObject:
 			c.dispatch(&env)
@@ -532,6 +542,11 @@ func (c *Client) read() {
 			for i := range batch {
 				c.dispatch(&batch[i])
 			}
+			if cap(batch) > maxScratch {
+				batch = nil
+			}
+		case lineBatchTooLong:
+			c.log.Debug("jsonrpc: dropped a batch over the length limit", slog.Int("limit", maxBatch))
 		default:
 			c.log.Debug("jsonrpc: dropped a malformed message", slog.String("line", string(line)))
 		}

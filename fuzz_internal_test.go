@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -49,7 +50,7 @@ func FuzzScan(f *testing.F) {
 		}
 
 		var one envelope
-		kind, batch := scanLine(b, &one, nil)
+		kind, batch := scanLine(b, &one, nil, math.MaxInt)
 		if !want {
 			if kind != lineInvalidJSON {
 				t.Fatalf("scanLine(%q) = %s, want lineInvalidJSON", b, kindName(kind))
@@ -85,6 +86,15 @@ func FuzzScan(f *testing.F) {
 					checkEnvelope(t, el, &batch[i])
 				} else if batch[i].object {
 					t.Fatalf("scanLine(%q): element %d (%s) scanned as an object", b, i, el)
+				}
+			}
+			// With a limit below its length, the array is refused as too
+			// long, and no more than the limit is recorded.
+			if limit := len(elems) - 1; limit > 0 {
+				kind, short := scanLine(b, &one, nil, limit)
+				if kind != lineBatchTooLong || len(short) != limit {
+					t.Fatalf("scanLine(%q, limit %d) = %s with %d envelopes, want lineBatchTooLong with %d",
+						b, limit, kindName(kind), len(short), limit)
 				}
 			}
 		default:
@@ -155,6 +165,8 @@ func kindName(k lineKind) string {
 		return "lineBatch"
 	case lineEmptyBatch:
 		return "lineEmptyBatch"
+	case lineBatchTooLong:
+		return "lineBatchTooLong"
 	case lineOther:
 		return "lineOther"
 	}

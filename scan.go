@@ -75,29 +75,53 @@ func (e *envelope) other(name []byte) {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 func skipSpace(b []byte, i int) int {
+	start := i
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
+	countSteps(i - start + 1)
 	return i
 }
 
 // scanString validates the string that starts at b[i] (which must be '"')
 // and returns the index just past its closing quote, whether it contains
 // escapes, and ok=false if it is not a valid JSON string.
+//
+// Every byte is looked at a bounded number of times whatever the input:
+// the search for the next quote starts where the last one stopped, and the
+// bulk path is only ever handed text up to that quote, so a long string
+// full of escapes and with no quote costs time linear in its length.
 func scanString(b []byte, i int) (end int, escaped, ok bool) {
-	i++ // opening quote
+	i++         // opening quote
+	quote := -1 // index of the next '"' at or past i once searched for; len(b) if none
 	run := 0
 	for i < len(b) {
 		c := b[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
+			countSteps(1)
 			if run++; run == 16 {
 				// A long string: take the rest of the run in bulk.
-				i += plainRun(b[i:])
+				if quote < i {
+					quote = bytes.IndexByte(b[i:], '"')
+					if quote < 0 {
+						countSteps(len(b) - i)
+						quote = len(b)
+					} else {
+						countSteps(quote + 1)
+						quote += i
+					}
+				}
+				n, valid := plainRun(b[i:quote])
+				if !valid {
+					return 0, false, false
+				}
+				i += n
 				run = 0
 			}
 			continue
 		}
+		countSteps(1)
 		switch {
 		case c == '"':
 			return i + 1, escaped, true
@@ -135,17 +159,17 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 	return 0, false, false
 }
 
-// plainRun returns the length of a prefix of s that holds no quote, no
-// backslash, no control character and only valid UTF-8, ending where the
-// next quote or backslash is; or 0 if that span has anything else in it.
-func plainRun(s []byte) int {
-	n := bytes.IndexByte(s, '"')
+// plainRun looks at s, string content that holds no quote, up to its first
+// backslash, and returns the length of that span; valid is false if the
+// span holds a control character or invalid UTF-8, which makes the string
+// invalid (a span ends at an ASCII byte or the end of the line, so it never
+// cuts a valid character in two).
+func plainRun(s []byte) (n int, valid bool) {
+	n = bytes.IndexByte(s, '\\')
 	if n < 0 {
 		n = len(s)
 	}
-	if k := bytes.IndexByte(s[:n], '\\'); k >= 0 {
-		n = k
-	}
+	countSteps(2 * n)
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	var control, high uint64
 	k := 0
@@ -165,17 +189,20 @@ func plainRun(s []byte) int {
 	}
 	for ; k < n; k++ {
 		if s[k] < 0x20 {
-			return 0
+			return 0, false
 		}
 		high |= uint64(s[k])
 	}
 	if control&highs != 0 {
-		return 0
+		return 0, false
 	}
-	if high&highs != 0 && !utf8.Valid(s[:n]) {
-		return 0
+	if high&highs != 0 {
+		countSteps(n)
+		if !utf8.Valid(s[:n]) {
+			return 0, false
+		}
 	}
-	return n
+	return n, true
 }
 
 func isHex(c byte) bool {
@@ -186,6 +213,13 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // scanNumber validates the number that starts at b[i].
 func scanNumber(b []byte, i int) (int, bool) {
+	end, ok := number(b, i)
+	countSteps(max(end-i, 0) + 1)
+	return end, ok
+}
+
+// number is scanNumber without the count of steps.
+func number(b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -276,6 +310,7 @@ func scanValue(b []byte, i int) (int, bool) {
 	var st bitStack
 	for {
 		// A value is expected at b[i].
+		countSteps(1)
 		if i >= len(b) {
 			return 0, false
 		}
@@ -499,6 +534,7 @@ func (e *envelope) knownKey(b []byte) (*[]byte, int) {
 
 // hasLiteral reports whether b holds lit at i.
 func hasLiteral(b []byte, i int, lit string) bool {
+	countSteps(len(lit))
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
 
@@ -544,17 +580,21 @@ func unescapeKey(quoted []byte) []byte {
 type lineKind int
 
 const (
-	lineInvalidJSON lineKind = iota // not a single valid JSON value: -32700
-	lineObject                      // one object, scanned into an envelope
-	lineBatch                       // a non-empty array, its elements scanned
-	lineEmptyBatch                  // []
-	lineOther                       // valid JSON, but neither object nor array
+	lineInvalidJSON  lineKind = iota // not a single valid JSON value: -32700
+	lineObject                       // one object, scanned into an envelope
+	lineBatch                        // a non-empty array, its elements scanned
+	lineEmptyBatch                   // []
+	lineBatchTooLong                 // a valid array of more elements than allowed
+	lineOther                        // valid JSON, but neither object nor array
 )
 
 // scanLine validates line and scans it. For lineObject, one is filled. For
 // lineBatch, batch is reused and extended with one envelope per element (an
-// element that is not an object has object=false); it is returned.
-func scanLine(line []byte, one *envelope, batch []envelope) (lineKind, []envelope) {
+// element that is not an object has object=false); it is returned. An
+// array of more than maxBatch elements is only validated, with nothing
+// recorded past its first maxBatch elements: it costs no more memory than
+// a batch of maxBatch, however long it is.
+func scanLine(line []byte, one *envelope, batch []envelope, maxBatch int) (lineKind, []envelope) {
 	i := skipSpace(line, 0)
 	if i >= len(line) {
 		return lineInvalidJSON, batch
@@ -576,14 +616,20 @@ func scanLine(line []byte, one *envelope, batch []envelope) (lineKind, []envelop
 			}
 			return lineEmptyBatch, batch
 		}
+		kind := lineBatch
 		for {
-			batch = append(batch, envelope{})
-			e := &batch[len(batch)-1]
 			var end int
 			var ok bool
-			if i < len(line) && line[i] == '{' {
-				end, ok = scanObject(line, i, e)
+			if len(batch) == maxBatch {
+				kind = lineBatchTooLong
+			}
+			if kind == lineBatch && i < len(line) && line[i] == '{' {
+				batch = append(batch, envelope{})
+				end, ok = scanObject(line, i, &batch[len(batch)-1])
 			} else {
+				if kind == lineBatch {
+					batch = append(batch, envelope{})
+				}
 				end, ok = scanValue(line, i)
 			}
 			if !ok {
@@ -597,7 +643,7 @@ func scanLine(line []byte, one *envelope, batch []envelope) (lineKind, []envelop
 				if skipSpace(line, i+1) != len(line) {
 					return lineInvalidJSON, batch
 				}
-				return lineBatch, batch
+				return kind, batch
 			}
 			if line[i] != ',' {
 				return lineInvalidJSON, batch

@@ -386,6 +386,7 @@ func (c *conn) beforeRead() {
 	if err := c.out.Flush(); err != nil {
 		c.abort(err)
 	}
+	c.reader.Load().trim()
 	c.reading.Store(true)
 }
 
@@ -418,6 +419,26 @@ const (
 	stateBusy      = 1
 	stateHandedOff = 2
 )
+
+// maxScratch is the most entries the reading role keeps in its scratch
+// space for batches while it waits for input; what a larger batch needed
+// is let go.
+const maxScratch = 256
+
+// trim lets go of scratch space that a large batch needed, so that an idle
+// connection holds no more than a small batch's worth. Only the goroutine
+// in the reading role calls it.
+func (rs *readState) trim() {
+	if cap(rs.batch) > maxScratch {
+		rs.batch = nil
+	}
+	if cap(rs.unit.tasks) > maxScratch {
+		rs.unit.tasks = nil
+	}
+	if cap(rs.buf) > maxScratch<<10 {
+		rs.buf = nil
+	}
+}
 
 func newReadState() *readState {
 	return &readState{names: make(map[string]*method)}
@@ -534,7 +555,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 // handleLine answers or runs one line. It reports whether this goroutine
 // still holds the reading role.
 func (c *conn) handleLine(rs *readState, line []byte) bool {
-	kind, batch := scanLine(line, &rs.env, rs.batch)
+	kind, batch := scanLine(line, &rs.env, rs.batch, c.maxBatch)
 	rs.batch = batch
 	switch kind {
 	case lineInvalidJSON:
@@ -543,11 +564,9 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	case lineOther, lineEmptyBatch:
 		c.writeError(nullID, ErrInvalidRequest, false)
 		return true
-	case lineBatch:
-		if len(batch) > c.maxBatch {
-			c.writeError(nullID, limitError("batch too long", c.maxBatch), false)
-			return true
-		}
+	case lineBatchTooLong:
+		c.writeError(nullID, limitError("batch too long", c.maxBatch), false)
+		return true
 	case lineObject:
 		if rs.env.isCancel() {
 			c.cancelFrom(rs, rs.env.params)
@@ -673,7 +692,7 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 func (c *conn) enqueue(rs *readState, line []byte) {
 	own := append([]byte(nil), line...)
 	var kind lineKind
-	kind, rs.batch = scanLine(own, &rs.env, rs.batch)
+	kind, rs.batch = scanLine(own, &rs.env, rs.batch, c.maxBatch)
 	u := &unit{}
 	c.buildUnit(rs, u, kind)
 	if len(u.tasks) == 0 {

@@ -106,7 +106,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 // input that is not JSON and [ErrInvalidRequest] for anything else wrong.
 func (r *Request) UnmarshalJSON(b []byte) error {
 	var e envelope
-	kind, _ := scanLine(b, &e, nil)
+	kind, _ := scanLine(b, &e, nil, 0)
 	switch kind {
 	case lineInvalidJSON:
 		return ErrParse
@@ -165,7 +165,7 @@ func (r Response) MarshalJSON() ([]byte, error) {
 // integer code and a string message.
 func (r *Response) UnmarshalJSON(b []byte) error {
 	var e envelope
-	if kind, _ := scanLine(b, &e, nil); kind != lineObject {
+	if kind, _ := scanLine(b, &e, nil, 0); kind != lineObject {
 		if kind == lineInvalidJSON {
 			return ErrParse
 		}
