@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // ClientOptions configures a [Client]. A nil *ClientOptions is valid and
@@ -29,8 +30,36 @@ type ClientOptions struct {
 
 	// Handler answers requests that the peer sends to the client. Nil
 	// answers each with [ErrMethodNotFound]. Each runs on a goroutine of
-	// its own, which Close waits for.
+	// its own, which Close waits for (up to CancelGrace), with the limits
+	// of a [Server]: at most MaxInFlight at once, as many more waiting,
+	// and at most MaxPendingBytes of requests held; past that, the
+	// client stops reading until a handler returns. (While it does not
+	// read, it reads no responses either: a Handler that waits for a
+	// response from the peer must not be one of many more than
+	// MaxInFlight.)
 	Handler Handler
+
+	// MaxInFlight and MaxPendingBytes bound the Handler calls, as the
+	// fields of the same names bound a [Server]'s; zero means
+	// [DefaultMaxInFlight] and [DefaultMaxPendingBytes].
+	MaxInFlight     int
+	MaxPendingBytes int
+
+	// CancelGrace is how long Close waits for the reader goroutine and
+	// for Handler calls to end; zero means [DefaultCancelGrace]. A
+	// goroutine still running then is left to end by itself: a Handler
+	// that ignores its context, or a Read that closing the reader does
+	// not interrupt (an *os.File on a pipe in blocking mode, such as
+	// os.Stdin can be), which ends when the Read returns.
+	CancelGrace time.Duration
+
+	// MaxStreamBuffer bounds, in bytes, the items of one [Client.Stream]
+	// that have arrived but that the range over it has not taken yet;
+	// zero means [DefaultMaxStreamBuffer]. One item is always accepted.
+	// A stream whose consumer falls further behind fails with an error
+	// wrapping [ErrStreamOverflow] after the items already buffered, and
+	// its call is cancelled; other calls are not held up.
+	MaxStreamBuffer int
 
 	// OnUnknownResponse, if set, is called on the reader goroutine for a
 	// response whose id matches no call in flight (for example a late
@@ -56,6 +85,10 @@ type ClientOptions struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxStreamBuffer is the byte bound of a stream's buffer of items
+// when [ClientOptions.MaxStreamBuffer] is zero.
+const DefaultMaxStreamBuffer = 16 << 20
+
 // A Client calls methods on the other end of a connection, and matches
 // the responses to the calls by id, in whatever order they come.
 //
@@ -74,12 +107,19 @@ type Client struct {
 	calls sync.Pool // of *pending, for Call
 
 	mu      sync.Mutex
+	cond    sync.Cond // a handler ended, or the client closed
 	pending map[int64]*pending
 	err     error // set once the client is closed
-	closing bool  // Close waits for wg: no more goroutines may start
+	closing bool  // Close is waiting: no more goroutines may start
+	live    int   // goroutines started by goTracked still running
+	idle    chan struct{}
+
+	// Handler calls: running, waiting their turn, bytes held.
+	running int
+	waiting []*Request
+	held    int
 
 	readerDone chan struct{}
-	wg         sync.WaitGroup // handlers and cancel writers
 	closeOnce  sync.Once
 }
 
@@ -91,10 +131,12 @@ type pending struct {
 	dest any           // where the result is decoded; nil to drop it
 	err  error
 
-	// For streams: items gathered by the reader, and a signal for each.
+	// For streams: items gathered by the reader, their size, and a
+	// signal for each.
 	stream bool
 	mu     sync.Mutex
 	items  [][]byte
+	size   int
 	signal chan struct{}
 }
 
@@ -113,6 +155,19 @@ func NewClient(r io.Reader, w io.Writer, opts *ClientOptions) *Client {
 	if opts != nil {
 		c.opts = *opts
 	}
+	if c.opts.MaxInFlight <= 0 {
+		c.opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.opts.MaxPendingBytes <= 0 {
+		c.opts.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if c.opts.CancelGrace <= 0 {
+		c.opts.CancelGrace = DefaultCancelGrace
+	}
+	if c.opts.MaxStreamBuffer <= 0 {
+		c.opts.MaxStreamBuffer = DefaultMaxStreamBuffer
+	}
+	c.cond.L = &c.mu
 	c.in = NewLineReader(r, c.opts.MaxMessageSize)
 	c.log = c.opts.Logger
 	if c.log == nil {
@@ -128,12 +183,16 @@ func NewClient(r io.Reader, w io.Writer, opts *ClientOptions) *Client {
 // or be nil for none; a json.RawMessage is sent as it is.
 //
 // If the peer answers with an error, Call returns it as an *Error. If ctx
-// ends before the response comes, Call returns ctx.Err() at once, tells the peer with
-// "$/cancelRequest" (unless NoCancelRequest is set), and drops the late
-// response. (The request itself is written on the calling goroutine: a
-// peer that stops reading holds Call in that write, whatever ctx says,
-// until the client is closed.) Once the client is closed, Call returns an
-// error wrapping [ErrClosed] and the reason the connection ended.
+// ends before the response comes, Call returns ctx.Err() at once, whatever
+// the peer does, tells the peer with "$/cancelRequest" (unless
+// NoCancelRequest is set; the notice is best effort and is dropped if the
+// peer is not reading), and drops the late response. Once the client is
+// closed, Call returns an error wrapping [ErrClosed] and the reason the
+// connection ended.
+//
+// With a ctx that can end, the request is written on a goroutine of the
+// client's, so that a peer that stops reading cannot hold the caller; with
+// one that cannot (context.Background()), the caller writes it itself.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	raw, err := encodeParams(params)
 	if err != nil {
@@ -148,10 +207,10 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if err != nil {
 		return err
 	}
-	err = c.out.append(func(b []byte) []byte { return appendCall(b, id, method, raw) }, true)
+	err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 	if err != nil {
 		if c.drop(id) {
-			return c.closedErr(err)
+			return c.sendErr(ctx, err)
 		}
 		<-p.done
 		return p.err
@@ -181,6 +240,43 @@ func appendCall(b []byte, id int64, method string, params []byte) []byte {
 		b = append(b, params...)
 	}
 	return append(b, '}')
+}
+
+// send adds one message, built by add, to the output and has it written.
+// When ctx can end, the write happens on a goroutine of the client's and
+// send returns once the message is buffered, or when ctx ends while the
+// buffer is full; otherwise the caller writes it.
+func (c *Client) send(ctx context.Context, add func([]byte) []byte) error {
+	if ctx.Done() == nil {
+		return c.out.append(add, true)
+	}
+	if err := c.out.appendCtx(ctx, add); err != nil {
+		return err
+	}
+	c.flushAsync()
+	return nil
+}
+
+// flushAsync has what is buffered written by a goroutine of the client's,
+// unless a write is in flight, which takes it along. A write error closes
+// the client.
+func (c *Client) flushAsync() {
+	if c.out.busy() {
+		return
+	}
+	c.goTracked(func() {
+		if err := c.out.Flush(); err != nil {
+			c.fail(err)
+		}
+	})
+}
+
+// sendErr is the error for a message that send did not buffer.
+func (c *Client) sendErr(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return ctxErr
+	}
+	return c.closedErr(err)
 }
 
 // add registers p under a new id.
@@ -226,13 +322,15 @@ func (c *Client) sendCancel(id int64) {
 	if c.opts.NoCancelRequest {
 		return
 	}
-	err := c.out.append(func(b []byte) []byte {
+	added := c.out.tryAppend(func(b []byte) []byte {
 		b = append(b, `{"jsonrpc":"2.0","method":"`+CancelMethod+`","params":{"id":`...)
 		b = strconv.AppendInt(b, id, 10)
 		return append(b, "}}"...)
-	}, false)
-	if err == nil {
-		c.goTracked(func() { _ = c.out.Flush() })
+	})
+	if added {
+		c.flushAsync()
+	} else {
+		c.log.Debug("jsonrpc: dropped a cancel notification: the peer is not reading", slog.Int64("id", id))
 	}
 }
 
@@ -246,8 +344,8 @@ func (c *Client) closedErr(err error) error {
 }
 
 // Notify sends a notification: method with params, for which no response
-// comes. It returns once the notification is written, or queued behind a
-// write in flight that takes it along.
+// comes. It returns once the notification is handed to the writer, as
+// [Client.Call] hands over a request, or when ctx ends first.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -259,9 +357,9 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if err := c.Err(); err != nil {
 		return err
 	}
-	err = c.out.append(func(b []byte) []byte { return appendRequest(b, "", method, raw) }, true)
+	err = c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
 	if err != nil {
-		return c.closedErr(err)
+		return c.sendErr(ctx, err)
 	}
 	return nil
 }
@@ -322,7 +420,7 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 		}
 		ids[i] = id
 	}
-	err := c.out.append(func(b []byte) []byte {
+	err := c.send(ctx, func(b []byte) []byte {
 		b = append(b, '[')
 		for i, bc := range calls {
 			if i > 0 {
@@ -335,10 +433,10 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 			}
 		}
 		return append(b, ']')
-	}, true)
+	})
 	if err != nil {
 		c.dropAll(ids)
-		return failAll(c.closedErr(err))
+		return failAll(c.sendErr(ctx, err))
 	}
 	var first error // the close that ended the batch, if any
 	for i, p := range ps {
@@ -399,16 +497,16 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 			yield(nil, err)
 			return
 		}
-		err = c.out.append(func(b []byte) []byte { return appendCall(b, id, method, raw) }, true)
+		err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 		if err != nil {
 			c.drop(id)
-			yield(nil, c.closedErr(err))
+			yield(nil, c.sendErr(ctx, err))
 			return
 		}
 		for {
 			p.mu.Lock()
 			items := p.items
-			p.items = nil
+			p.items, p.size = nil, 0
 			p.mu.Unlock()
 			for _, item := range items {
 				if !yield(item, nil) {
@@ -434,7 +532,7 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 			// Done: deliver what came before the response, then the end.
 			p.mu.Lock()
 			items = p.items
-			p.items = nil
+			p.items, p.size = nil, 0
 			p.mu.Unlock()
 			for _, item := range items {
 				if !yield(item, nil) {
@@ -457,27 +555,60 @@ func (c *Client) goTracked(f func()) bool {
 	if c.closing {
 		return false
 	}
-	c.wg.Go(f)
+	c.live++
+	go func() {
+		defer c.exitTracked()
+		f()
+	}()
 	return true
 }
 
+// exitTracked counts a goroutine of goTracked out.
+func (c *Client) exitTracked() {
+	c.mu.Lock()
+	c.live--
+	if c.live == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+	c.mu.Unlock()
+}
+
 // Close closes the connection at once: messages not yet written are
-// dropped, every call in flight returns an error wrapping [ErrClosed], the reader goroutine ends (see [NewClient]), and
-// the contexts of the client's Handler calls are cancelled and waited for.
-// Close is idempotent and safe to call from any goroutine.
+// dropped, every call in flight returns an error wrapping [ErrClosed], the
+// reader goroutine ends (see [NewClient]), and the contexts of the
+// client's Handler calls are cancelled and waited for. Close waits at most
+// CancelGrace (see [ClientOptions]) in all, then returns whatever is
+// still running. Close is idempotent and safe to call from any goroutine.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.fail(nil)
 		_ = c.in.Close()
 		c.out.closeNow()
 		c.cancel()
+		grace := time.NewTimer(c.opts.CancelGrace)
+		defer grace.Stop()
 		if _, ok := c.in.r.(io.Closer); ok {
-			<-c.readerDone
+			select {
+			case <-c.readerDone:
+			case <-grace.C:
+				return
+			}
 		}
 		c.mu.Lock()
 		c.closing = true
+		var idle chan struct{}
+		if c.live > 0 {
+			idle = make(chan struct{})
+			c.idle = idle
+		}
 		c.mu.Unlock()
-		c.wg.Wait()
+		if idle != nil {
+			select {
+			case <-idle:
+			case <-grace.C:
+			}
+		}
 	})
 	return nil
 }
@@ -502,6 +633,8 @@ func (c *Client) fail(cause error) {
 		return
 	}
 	c.err = &closedError{cause: cause}
+	c.waiting = nil
+	c.cond.Broadcast()
 	ps := c.pending
 	c.pending = make(map[int64]*pending)
 	c.mu.Unlock()
@@ -586,8 +719,60 @@ func (c *Client) dispatch(e *envelope) {
 	if e.params == nil {
 		req.Params = nil
 	}
-	if !c.goTracked(func() { c.serveRequest(&req) }) {
-		c.reply(id, nil, ErrMethodNotFound)
+	c.schedule(&req)
+}
+
+// cost is what a request from the peer counts against MaxPendingBytes.
+func (req *Request) cost() int { return len(req.ID.raw) + len(req.Method) + len(req.Params) }
+
+// schedule runs the Handler for req on a goroutine, or queues req when
+// MaxInFlight handlers run already. While the queue is full too, or the
+// requests held would pass MaxPendingBytes, the reader waits here: the
+// peer meets backpressure.
+func (c *Client) schedule(req *Request) {
+	n := req.cost()
+	c.mu.Lock()
+	for c.err == nil && (c.running >= c.opts.MaxInFlight && len(c.waiting) >= c.opts.MaxInFlight ||
+		c.held > 0 && c.held+n > c.opts.MaxPendingBytes) {
+		c.cond.Wait()
+	}
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.held += n
+	if c.running >= c.opts.MaxInFlight {
+		c.waiting = append(c.waiting, req)
+		c.mu.Unlock()
+		return
+	}
+	c.running++
+	c.mu.Unlock()
+	if !c.goTracked(func() { c.handle(req) }) {
+		c.mu.Lock()
+		c.running--
+		c.held -= n
+		c.mu.Unlock()
+	}
+}
+
+// handle serves req and then the requests that wait their turn, and gives
+// up its slot when none is left.
+func (c *Client) handle(req *Request) {
+	for req != nil {
+		c.serveRequest(req)
+		c.mu.Lock()
+		c.held -= req.cost()
+		req = nil
+		if len(c.waiting) > 0 {
+			req = c.waiting[0]
+			c.waiting[0] = nil
+			c.waiting = c.waiting[1:]
+		} else {
+			c.running--
+		}
+		c.cond.Broadcast()
+		c.mu.Unlock()
 	}
 }
 
@@ -647,8 +832,22 @@ func (c *Client) streamItem(params []byte) bool {
 		return id > 0 && id <= c.ids.n.Load()
 	}
 	p.mu.Lock()
-	p.items = append(p.items, item)
+	overflow := p.size > 0 && p.size+len(item) > c.opts.MaxStreamBuffer
+	if !overflow {
+		p.items = append(p.items, item)
+		p.size += len(item)
+	}
 	p.mu.Unlock()
+	if overflow {
+		// The range has fallen too far behind: end the call, and tell
+		// the peer, rather than hold its items without limit.
+		if c.drop(id) {
+			c.sendCancel(id)
+			p.err = &streamOverflowError{limit: c.opts.MaxStreamBuffer}
+			p.done <- struct{}{}
+		}
+		return true
+	}
 	select {
 	case p.signal <- struct{}{}:
 	default:

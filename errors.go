@@ -136,6 +136,20 @@ var ErrServerClosed = errors.New("jsonrpc: server closed")
 // from a handler that serves a connection.
 var ErrNoConnection = errors.New("jsonrpc: context has no connection")
 
+// ErrStreamOverflow is wrapped by the error that ends a [Client.Stream]
+// whose items arrive faster than the range over it takes them, once more
+// than [ClientOptions.MaxStreamBuffer] bytes of them wait.
+var ErrStreamOverflow = errors.New("jsonrpc: stream buffer full")
+
+// streamOverflowError reports a stream that overflowed its buffer.
+type streamOverflowError struct{ limit int }
+
+func (e *streamOverflowError) Error() string {
+	return ErrStreamOverflow.Error() + " (limit " + strconv.Itoa(e.limit) + " bytes): the range fell behind"
+}
+
+func (e *streamOverflowError) Unwrap() error { return ErrStreamOverflow }
+
 // closedError wraps ErrClosed together with the reason the connection ended.
 type closedError struct{ cause error }
 

@@ -25,6 +25,9 @@ const (
 	// DefaultCancelGrace is how long Serve waits, once it has been told to
 	// stop, for handlers to return.
 	DefaultCancelGrace = 5 * time.Second
+	// DefaultMaxPendingBytes is the byte budget of a connection for
+	// requests read but not yet answered (see [Server.MaxPendingBytes]).
+	DefaultMaxPendingBytes = 32 << 20
 )
 
 // handoffDelay is how long a handler may run on the reading goroutine
@@ -71,6 +74,15 @@ type Server struct {
 	// MaxInFlight more requests wait their turn while reading goes on (so
 	// a cancel still arrives); past that, the reader waits too.
 	MaxInFlight int
+
+	// MaxPendingBytes is the byte budget of a connection: the requests
+	// that wait for a slot or run off the reading goroutine are counted
+	// by the size of the lines that hold them, and once they add up to
+	// more than MaxPendingBytes the server stops reading until some are
+	// answered. One line is always let through, so a connection holds at
+	// most MaxPendingBytes plus one message of requests, besides its read
+	// buffer. Zero means [DefaultMaxPendingBytes].
+	MaxPendingBytes int
 
 	// HideErrorDetail withholds the "detail" (the error text) from the
 	// Internal error that a plain Go error or a panic becomes, for
@@ -203,6 +215,7 @@ type conn struct {
 	r, w       any // the caller's reader and writer, closed on abort
 	maxBatch   int
 	maxFlight  int32
+	budget     int // MaxPendingBytes
 	hideDetail bool
 	grace      time.Duration
 
@@ -217,8 +230,11 @@ type conn struct {
 	queue    []*unit
 	active   map[string][]*reqCtx // requests that a cancel may reach
 	endErr   error                // why the connection ends
+	held     int                  // bytes of the units queued or running off the reader
 	live     int                  // goroutines of ours still running
-	finished chan struct{}        // closed when live drops to zero
+	parked   bool                 // the reader is in Read (or about to be)
+	done     bool                 // finished is closed
+	finished chan struct{}        // closed when nothing but a parked reader is left
 
 	abortOnce sync.Once
 	aborted   chan struct{} // closed by abort
@@ -245,6 +261,7 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		w:          w,
 		maxBatch:   s.MaxBatch,
 		maxFlight:  int32(min(s.MaxInFlight, 1<<30)),
+		budget:     s.MaxPendingBytes,
 		hideDetail: s.HideErrorDetail,
 		grace:      s.CancelGrace,
 		finished:   make(chan struct{}),
@@ -265,6 +282,9 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	}
 	if c.grace <= 0 {
 		c.grace = DefaultCancelGrace
+	}
+	if c.budget <= 0 {
+		c.budget = DefaultMaxPendingBytes
 	}
 	c.cond.L = &c.mu
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
@@ -314,13 +334,37 @@ func (c *conn) serve(ctx context.Context) error {
 	return err
 }
 
-// exit counts a goroutine of the connection out; the last closes finished.
+// exit counts a goroutine of the connection out.
 func (c *conn) exit() {
 	c.mu.Lock()
 	c.live--
-	if c.live == 0 {
+	c.checkDoneLocked()
+	c.mu.Unlock()
+}
+
+// checkDoneLocked closes finished once no goroutine of the connection is
+// left but, once reading has stopped, a reader blocked in a Read that
+// could not be interrupted: nothing more will be written, so Serve may
+// return, and that goroutine ends when its Read does, without serving
+// what it read.
+func (c *conn) checkDoneLocked() {
+	if c.done {
+		return
+	}
+	if c.live == 0 || c.live == 1 && c.parked && c.stopping.Load() {
+		c.done = true
 		close(c.finished)
 	}
+}
+
+// release gives back the bytes a unit held against the budget.
+func (c *conn) release(n int) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.held -= n
+	c.cond.Broadcast()
 	c.mu.Unlock()
 }
 
@@ -337,6 +381,7 @@ func (c *conn) stopReading(cause error, interrupt bool) {
 	}
 	c.stopping.Store(true)
 	c.cond.Broadcast()
+	c.checkDoneLocked()
 	c.mu.Unlock()
 	if !interrupt {
 		return
@@ -381,18 +426,30 @@ func (c *conn) isAborted() bool {
 }
 
 // beforeRead runs when the reader is about to block in Read: it flushes
-// the responses gathered so far, and lets the watchdog rest.
-func (c *conn) beforeRead() {
+// the responses gathered so far, lets go of large scratch space, and lets
+// the watchdog rest. It reports false, and the read does not happen, once
+// reading has stopped.
+func (c *conn) beforeRead() bool {
 	if err := c.out.Flush(); err != nil {
 		c.abort(err)
 	}
 	c.reader.Load().trim()
+	c.mu.Lock()
+	c.parked = true
+	c.mu.Unlock()
+	if c.stopping.Load() {
+		return false
+	}
 	c.reading.Store(true)
+	return true
 }
 
 // afterRead notes that the reader is back from Read.
 func (c *conn) afterRead() {
 	c.reading.Store(false)
+	c.mu.Lock()
+	c.parked = false
+	c.mu.Unlock()
 }
 
 // readState is what the reading role owns. When a handler holds the
@@ -413,6 +470,9 @@ type readState struct {
 	buf    []byte             // scratch for batch responses
 	cancel envelope
 	sample int // counts inline runs; one in sampleEvery is timed
+
+	bufSize atomic.Int64 // size of the read buffer the unit running inline holds
+	charged int // guarded by conn.mu: bytes charged by the handoff
 }
 
 const (
@@ -535,6 +595,10 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 			return
 		}
 		line, err := c.in.ReadMessage()
+		if c.stopping.Load() {
+			// Serve may have returned already: serve nothing more.
+			return
+		}
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
 				c.writeError(nullID, limitError("message too large", c.in.max), false)
@@ -590,8 +654,9 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		return true
 	}
 	// current is set before busy, so that a handoff never sees a request
-	// of an earlier unit.
+	// of an earlier unit; so is the size of the buffer the unit holds.
 	rs.current.Store(0)
+	rs.bufSize.Store(int64(cap(c.in.buf)))
 	seq := rs.state.Load()>>2 + 1
 	rs.state.Store(seq<<2 | stateBusy)
 	c.arm()
@@ -600,10 +665,15 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		return true
 	}
 	// Reading moved on without us: take what the handoff registered out
-	// of reach of cancels, and finish as a worker.
+	// of reach of cancels, give back the bytes it charged, and finish as
+	// a worker.
 	for i := range u.tasks {
 		c.settle(u.tasks[i].ctx)
 	}
+	c.mu.Lock()
+	charged := rs.charged
+	c.mu.Unlock()
+	c.release(charged)
 	c.work()
 	return false
 }
@@ -618,6 +688,7 @@ func (e *envelope) isCancel() bool {
 type unit struct {
 	tasks []task
 	batch bool
+	cost  int // bytes held against the connection's budget until it ends
 }
 
 // task is one request of a unit.
@@ -689,31 +760,42 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 
 // enqueue queues a copy of line for a worker, waiting while the queue is
 // full. Its requests are reachable by a cancel from then on.
+//
+// The reader waits first, while the queue is full or the line would take
+// the bytes held for the connection's requests past its budget (unless
+// nothing is held), so that a peer that sends faster than the handlers
+// answer, or stops reading the answers, meets backpressure.
 func (c *conn) enqueue(rs *readState, line []byte) {
+	cost := len(line)
+	c.mu.Lock()
+	for !c.stopping.Load() && (len(c.queue) >= int(c.maxFlight) && c.running.Load() >= c.maxFlight ||
+		c.held > 0 && c.held+cost > c.budget) {
+		c.cond.Wait()
+	}
+	c.held += cost
+	c.mu.Unlock()
+
 	own := append([]byte(nil), line...)
 	var kind lineKind
 	kind, rs.batch = scanLine(own, &rs.env, rs.batch, c.maxBatch)
-	u := &unit{}
+	u := &unit{cost: cost}
 	c.buildUnit(rs, u, kind)
-	if len(u.tasks) == 0 {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(u.tasks) == 0 || c.isAborted() {
+		c.held -= cost
+		c.cond.Broadcast()
+		return
+	}
 	for _, t := range u.tasks {
 		c.registerLocked(t.ctx)
-	}
-	for len(c.queue) >= int(c.maxFlight) && c.running.Load() >= c.maxFlight && !c.stopping.Load() {
-		c.cond.Wait()
-	}
-	if c.isAborted() {
-		return
 	}
 	if c.running.Add(1) <= c.maxFlight {
 		c.live++
 		go func() {
 			defer c.exit()
 			c.runUnit(u, nil)
+			c.release(u.cost)
 			c.work()
 		}()
 		return
@@ -740,6 +822,7 @@ func (c *conn) work() {
 		c.cond.Broadcast()
 		c.mu.Unlock()
 		c.runUnit(u, nil)
+		c.release(u.cost)
 	}
 }
 
@@ -977,14 +1060,22 @@ func (c *conn) tick() {
 // handoff passes the reading role on, if the reader is still busy with the
 // same unit.
 func (c *conn) handoff(rs *readState, s uint64) {
+	// The unit keeps the read buffer its requests lie in: that counts
+	// against the budget until the unit ends.
 	c.mu.Lock()
 	if c.stopping.Load() {
 		c.mu.Unlock()
 		return
 	}
 	c.live++
+	rs.charged = int(rs.bufSize.Load())
+	c.held += rs.charged
 	c.mu.Unlock()
 	if !rs.state.CompareAndSwap(s, s|stateHandedOff) {
+		c.mu.Lock()
+		c.held -= rs.charged
+		rs.charged = 0
+		c.mu.Unlock()
 		c.exit()
 		return
 	}

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,6 +31,15 @@ func (e *tooLargeError) Unwrap() error { return ErrMessageTooLarge }
 
 const initialBufSize = 64 << 10
 
+// maxIdleBufSize is the largest read buffer a LineReader keeps while it
+// holds no unread data: a larger one, grown for a long line, is let go
+// before the next read, so an idle connection holds at most this much.
+const maxIdleBufSize = 1 << 20
+
+// errReadStopped ends reading when the owner of a LineReader says so
+// before a read.
+var errReadStopped = errors.New("jsonrpc: reading stopped")
+
 // A LineReader reads newline-delimited messages: one JSON value per line,
 // ended by "\n". A trailing "\r" is removed and lines holding only
 // whitespace are skipped. Lines may be of any length up to the limit; a
@@ -48,8 +58,10 @@ type LineReader struct {
 	closed  atomic.Bool
 
 	// beforeRead and afterRead, if set, run around each call of Read on
-	// r, which may block: the server flushes its output before it.
-	beforeRead, afterRead func()
+	// r, which may block: the server flushes its output before it. When
+	// beforeRead reports false, Read is not called and reading ends.
+	beforeRead func() bool
+	afterRead  func()
 }
 
 // NewLineReader returns a LineReader that reads from r messages of at most
@@ -128,6 +140,9 @@ func (lr *LineReader) fill() {
 		lr.scanned -= lr.start
 		lr.start, lr.end = 0, n
 	}
+	if lr.end == 0 && len(lr.buf) > maxIdleBufSize {
+		lr.buf = nil
+	}
 	if lr.end == len(lr.buf) {
 		// Grow by half: a long line costs at most half again its size.
 		size := len(lr.buf) + len(lr.buf)/2
@@ -141,8 +156,9 @@ func (lr *LineReader) fill() {
 		copy(nb, lr.buf[:lr.end])
 		lr.buf = nb
 	}
-	if lr.beforeRead != nil {
-		lr.beforeRead()
+	if lr.beforeRead != nil && !lr.beforeRead() {
+		lr.err = errReadStopped
+		return
 	}
 	n, err := lr.r.Read(lr.buf[lr.end:])
 	if lr.afterRead != nil {
@@ -160,7 +176,7 @@ func (lr *LineReader) fill() {
 // detach moves the unread data to a new buffer, so that slices returned
 // earlier stay valid for as long as anyone holds them.
 func (lr *LineReader) detach() {
-	nb := make([]byte, max(len(lr.buf), initialBufSize))
+	nb := make([]byte, max(lr.end-lr.start, initialBufSize))
 	n := copy(nb, lr.buf[lr.start:lr.end])
 	lr.scanned -= lr.start
 	lr.start, lr.end = 0, n
@@ -207,6 +223,13 @@ const (
 	highWater      = 1 << 20  // past this, writers wait for the write in flight
 )
 
+// full reports whether a writer must wait before it adds a line: a write
+// is in flight and the buffer holds highWater bytes already. So the buffer
+// never holds more than highWater plus one line.
+func (lw *LineWriter) full() bool {
+	return lw.err == nil && lw.writing && len(lw.buf) >= highWater
+}
+
 // NewLineWriter returns a LineWriter that writes to w.
 func NewLineWriter(w io.Writer) *LineWriter {
 	lw := &LineWriter{w: w}
@@ -235,6 +258,9 @@ func (lw *LineWriter) WriteMessage(msg []byte) error {
 // out when flush is set or enough has gathered.
 func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 	lw.mu.Lock()
+	for lw.full() {
+		lw.cond.Wait()
+	}
 	if lw.err != nil {
 		err := lw.err
 		lw.mu.Unlock()
@@ -246,6 +272,50 @@ func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 		return nil
 	}
 	return lw.flushLocked()
+}
+
+// appendCtx adds one line, built by add, to the buffer, without writing
+// it: the caller arranges for a flush. While the buffer is full, it waits
+// until there is room or ctx ends; then it adds nothing and returns
+// ctx.Err().
+func (lw *LineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) error {
+	lw.mu.Lock()
+	if lw.full() {
+		stop := context.AfterFunc(ctx, func() {
+			lw.mu.Lock()
+			lw.cond.Broadcast()
+			lw.mu.Unlock()
+		})
+		for lw.full() && ctx.Err() == nil {
+			lw.cond.Wait()
+		}
+		stop()
+		if lw.full() {
+			lw.mu.Unlock()
+			return ctx.Err()
+		}
+	}
+	if lw.err != nil {
+		err := lw.err
+		lw.mu.Unlock()
+		return err
+	}
+	lw.buf = append(add(lw.buf), '\n')
+	lw.mu.Unlock()
+	return nil
+}
+
+// tryAppend adds one line, built by add, to the buffer, unless the buffer
+// is full or the writer has failed; it never waits, and reports whether
+// the line was added.
+func (lw *LineWriter) tryAppend(add func([]byte) []byte) bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.err != nil || lw.full() {
+		return false
+	}
+	lw.buf = append(add(lw.buf), '\n')
+	return true
 }
 
 // writeLarge writes one line made of head, body and tail, where body is
