@@ -472,7 +472,7 @@ type readState struct {
 	sample int // counts inline runs; one in sampleEvery is timed
 
 	bufSize atomic.Int64 // size of the read buffer the unit running inline holds
-	charged int // guarded by conn.mu: bytes charged by the handoff
+	charged int          // guarded by conn.mu: bytes charged by the handoff
 }
 
 const (
