@@ -6,6 +6,9 @@ package bench_test
 //
 //   BenchmarkServer/<workload>/<impl>   server throughput over one slice of
 //                                       a workload (suite.Workload.InProc lines)
+//   BenchmarkServer/Scan<input><size>/<impl>
+//                                       one line holding one long string
+//                                       (suite.ScanInputs), in bytes/s
 //   BenchmarkRoundTrip/seq/<impl>       one caller, one call at a time
 //   BenchmarkRoundTrip/par64/<impl>     64 goroutines calling at once
 //
@@ -15,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -146,6 +150,11 @@ func perOp(b *testing.B, n int, unit string, before, after *runtime.MemStats) {
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/total, "B/"+unit)
 }
 
+// scanScale multiplies the string lengths of the Scan benchmarks, which
+// keep their names (run.sh --quick sets it to 0.01, as it scales the
+// other workloads).
+var scanScale = flag.Float64("scanscale", 1, "multiply the string lengths of the Scan benchmarks by `f`")
+
 func BenchmarkServer(b *testing.B) {
 	for _, full := range suite.Workloads {
 		w := full.InProcess()
@@ -154,6 +163,17 @@ func BenchmarkServer(b *testing.B) {
 				continue
 			}
 			b.Run(w.Name+"/"+im.Name, func(b *testing.B) { benchServer(b, im, w) })
+		}
+	}
+	for _, in := range suite.ScanInputs {
+		for _, size := range suite.ScanSizes {
+			n := size.Scaled(*scanScale).N
+			for _, im := range impls() {
+				if !im.SupportsScan(in) {
+					continue
+				}
+				b.Run(in.BenchName(size)+"/"+im.Name, func(b *testing.B) { benchScan(b, im, in, n) })
+			}
 		}
 	}
 }
@@ -204,6 +224,48 @@ func benchServer(b *testing.B, im *impl, w suite.Workload) {
 	b.ReportMetric(float64(b.N)*float64(w.Requests())/b.Elapsed().Seconds(), "req/s")
 	if w.Big > 0 {
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	}
+}
+
+// serveScan serves line, a Scan input, through im into out and counter,
+// holding the end of the input until counter has seen the one response.
+func serveScan(im *impl, line []byte, out io.Writer, counter *suite.Counter) error {
+	in := &holdReader{r: bytes.NewReader(line), hold: counter.Done()}
+	return im.serve(context.Background(), in, nopCloser{out})
+}
+
+// benchScan measures im serving the one line of the Scan input in with a
+// string of n bytes, in bytes of input per second. The answer of one
+// untimed run is checked in full (the echoed string comes back exactly,
+// or the error is a Parse error with a null id); the timed runs check
+// that they wrote one response of the same length.
+func benchScan(b *testing.B, im *impl, in suite.ScanInput, n int) {
+	line := in.Line(n)
+	var want []byte
+	if !in.Invalid {
+		want = in.Params(n)
+	}
+	out := new(bytes.Buffer)
+	counter := suite.NewCounter(im.Lines, 1)
+	if err := serveScan(im, line, io.MultiWriter(out, counter), counter); err != nil {
+		b.Fatal(err)
+	}
+	if err := in.ValidateScan(out, want); err != nil {
+		b.Fatal(err)
+	}
+	_, size := counter.Count()
+	out, want = nil, nil
+
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		counter := suite.NewCounter(im.Lines, 1)
+		if err := serveScan(im, line, counter, counter); err != nil {
+			b.Fatal(err)
+		}
+		if got, m := counter.Count(); got != 1 || m != size {
+			b.Fatalf("%d responses of %d bytes in all, want 1 of %d", got, m, size)
+		}
 	}
 }
 

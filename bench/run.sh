@@ -42,6 +42,8 @@ if [ "$quick" = 1 ]; then
 	big_reps=1
 	count=1
 	benchtime=1x
+	# The Scan benchmarks' strings (1 MiB and 16 MiB) are scaled as well.
+	test_args=(-args -scanscale="$scale")
 else
 	scale=1
 	check_scale=0.1
@@ -49,6 +51,7 @@ else
 	big_reps="${BIG_REPS:-3}"
 	count="${COUNT:-5}"
 	benchtime="${BENCHTIME:-300ms}"
+	test_args=()
 fi
 
 impls=floor,ours,jrpc2,sourcegraph,xexp
@@ -73,7 +76,7 @@ log "whole-process benchmarks ($reps runs each, $big_reps for W5big)"
 	-impls "$impls" -reps "$reps" -bigreps "$big_reps" >"$tmp/process.txt"
 
 log "in-process benchmarks (-count=$count -benchtime=$benchtime)"
-go test "${tags[@]}" -run '^$' -bench . -count="$count" -benchtime="$benchtime" . >"$tmp/inproc.txt" || {
+go test "${tags[@]}" -run '^$' -bench . -count="$count" -benchtime="$benchtime" . "${test_args[@]}" >"$tmp/inproc.txt" || {
 	cat "$tmp/inproc.txt" >&2
 	exit 1
 }

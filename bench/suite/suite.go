@@ -184,13 +184,18 @@ type Impl struct {
 	Peer  bool // one of the peer libraries (not ours, not the floor)
 	Batch bool // answers batch requests
 	Lines bool // writes newline-delimited output (else back-to-back JSON values)
+
+	// ParseError: answers a line that is not JSON with a Parse error and
+	// goes on reading. sourcegraph/jsonrpc2 and x/exp/jsonrpc2 end the
+	// connection instead, and the floor does not validate its input.
+	ParseError bool
 }
 
 // Impls lists every implementation, in table order.
 var Impls = []Impl{
 	{Name: "floor", Title: "hand-written loop, no library", Batch: true, Lines: true},
-	{Name: "ours", Title: "github.com/ndjsonrpc/jsonrpc", Batch: true, Lines: true},
-	{Name: "jrpc2", Title: "github.com/creachadair/jrpc2 (channel.Line)", Peer: true, Batch: true, Lines: true},
+	{Name: "ours", Title: "github.com/ndjsonrpc/jsonrpc", Batch: true, Lines: true, ParseError: true},
+	{Name: "jrpc2", Title: "github.com/creachadair/jrpc2 (channel.Line)", Peer: true, Batch: true, Lines: true, ParseError: true},
 	{Name: "sourcegraph", Title: "github.com/sourcegraph/jsonrpc2 (NewPlainObjectStream)", Peer: true, Lines: true},
 	{Name: "xexp", Title: "golang.org/x/exp/jsonrpc2 (RawFramer)", Peer: true},
 }
@@ -207,6 +212,9 @@ func LookupImpl(name string) (Impl, bool) {
 
 // Supports reports whether im can run workload w.
 func (im Impl) Supports(w Workload) bool { return w.Batch == 0 || im.Batch }
+
+// SupportsScan reports whether im can run the Scan input in.
+func (im Impl) SupportsScan(in ScanInput) bool { return !in.Invalid || im.ParseError }
 
 // SubParams are the params of the subtract method.
 type SubParams struct {

@@ -3,10 +3,11 @@
 // table in which every figure is also shown as a ratio to the floor (×F)
 // and to the fastest of the three peer libraries (×P).
 //
-//	report [-md FILE] FILE...
+//	report [-md FILE] [-targets FILE] FILE...
 //
 // The plain-text table goes to standard output; -md also writes it as a
-// Markdown table.
+// Markdown table, and -targets writes the check of the performance targets
+// for our library (a Markdown table with yes/no for each).
 package main
 
 import (
@@ -70,7 +71,7 @@ func median(v []float64) (float64, bool) {
 }
 
 // row is one line of the table: one figure of one benchmark for every
-// implementation. Lower is better for every figure shown.
+// implementation. Lower is better for every figure shown but rates.
 type row struct {
 	group string
 	label string
@@ -78,6 +79,18 @@ type row struct {
 	unit  string  // unit as reported
 	scale float64 // display value = value * scale
 	show  string  // unit as displayed
+}
+
+// higher reports whether a higher value of r's figure is better: true for
+// rates (MB/s, from b.SetBytes).
+func (r row) higher() bool { return r.unit == "MB/s" }
+
+// better reports whether v is a better value of r's figure than w.
+func (r row) better(v, w float64) bool {
+	if r.higher() {
+		return v > w
+	}
+	return v < w
 }
 
 func rows() []row {
@@ -101,6 +114,13 @@ func rows() []row {
 			row{"round trip (io.Pipe)", m.label + " time", "RoundTrip/" + m.name, "ns/call", 1, "ns/call"},
 			row{"round trip (io.Pipe)", m.label + " allocs", "RoundTrip/" + m.name, "allocs/call", 1, "allocs/call"},
 		)
+	}
+	// The Scan rows come last, so that the rows above keep their places.
+	for _, in := range suite.ScanInputs {
+		for _, size := range suite.ScanSizes {
+			name := in.BenchName(size)
+			rs = append(rs, row{"in process, one line with one long string (higher is better)", name + " rate", "Server/" + name, "MB/s", 1, "MB/s"})
+		}
 	}
 	return rs
 }
@@ -189,7 +209,7 @@ func main() {
 		floorV, floorOK := vals["floor"]
 		bestPeer, peerOK := 0.0, false
 		for _, im := range impls {
-			if v, ok := vals[im.Name]; ok && im.Peer && (!peerOK || v < bestPeer) {
+			if v, ok := vals[im.Name]; ok && im.Peer && (!peerOK || r.better(v, bestPeer)) {
 				bestPeer, peerOK = v, true
 			}
 		}
@@ -206,8 +226,10 @@ func main() {
 		groups = append(groups, r.group)
 	}
 
-	legend := fmt.Sprintf("Each cell: median over the runs (up to %d per figure), then (value ÷ floor ×F, value ÷ fastest peer ×P); lower is better everywhere. "+
-		"Peers: jrpc2, sourcegraph, xexp. n/a: not run (no batch support). –: ratio undefined (zero).", maxRuns)
+	legend := fmt.Sprintf("Each cell: median over the runs (up to %d per figure), then (value ÷ floor ×F, value ÷ fastest peer ×P); lower is better everywhere "+
+		"except in the rates (MB/s of input), where higher is better and the fastest peer is the one with the highest rate. "+
+		"Peers: jrpc2, sourcegraph, xexp. n/a: not run (no batch support; for ScanInvalidTail, no Parse error answer to invalid JSON). "+
+		"–: ratio undefined (zero).", maxRuns)
 
 	printText(os.Stdout, header, table, groups)
 	fmt.Println()
@@ -318,6 +340,34 @@ var targets = []target{
 	{"round trip, 64 callers: time per call (calls/s at least 3× the fastest peer's)", "RoundTrip/par64", "ns/call", "peer", 1.0 / 3, "≤ P/3"},
 }
 
+// scaleTarget is a target on how our library's rate (MB/s of input) on a
+// Scan input holds up from the smaller string length to the larger: the
+// time per byte at the larger, divided by the time per byte at the smaller
+// (the smaller's rate divided by the larger's), must be at most limit.
+type scaleTarget struct {
+	what         string
+	small, large string // benchmark names without the implementation
+	limit        float64
+	show         string
+}
+
+// scaleTargets are the Scan targets: for every input, the 16 MiB string
+// is served at no less than half the bytes per second of the 1 MiB one.
+var scaleTargets = func() []scaleTarget {
+	var ts []scaleTarget
+	small, large := suite.ScanSizes[0], suite.ScanSizes[len(suite.ScanSizes)-1]
+	for _, in := range suite.ScanInputs {
+		ts = append(ts, scaleTarget{
+			what:  fmt.Sprintf("Scan%s, in process: time per byte at %s over that at %s (bytes/s at least half)", in.Name, large.Name, small.Name),
+			small: "Server/" + in.BenchName(small),
+			large: "Server/" + in.BenchName(large),
+			limit: 2,
+			show:  "≤ 2×",
+		})
+	}
+	return ts
+}()
+
 // writeTargets writes, for each target, what our library measured and
 // whether the target is met.
 func writeTargets(path string, s samples) error {
@@ -360,6 +410,19 @@ func writeTargets(path string, s samples) error {
 			met = "yes"
 		}
 		fmt.Fprintf(f, "| %s | %s | %s | %s |\n", t.what, t.show, shown, met)
+	}
+	for _, t := range scaleTargets {
+		small, ok1 := median(s[t.small+"/ours"]["MB/s"])
+		large, ok2 := median(s[t.large+"/ours"]["MB/s"])
+		if !ok1 || !ok2 || large == 0 {
+			fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
+			continue
+		}
+		met := "no"
+		if small/large <= t.limit {
+			met = "yes"
+		}
+		fmt.Fprintf(f, "| %s | %s | %s× (%s → %s MB/s) | %s |\n", t.what, t.show, ratio(small, large, true), num(small), num(large), met)
 	}
 	return f.Close()
 }
