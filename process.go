@@ -12,6 +12,11 @@ import (
 // to exit once its standard input is closed, before it kills it.
 const DefaultWaitDelay = 5 * time.Second
 
+// stderrWaitDelay is the exec.Cmd.WaitDelay that StartProcess gives a
+// command that has none: how long Wait waits, once the process has exited,
+// for the copying of its standard error to end (see [Process.Close]).
+const stderrWaitDelay = 100 * time.Millisecond
+
 // A Process is a child process that serves JSON-RPC on its standard input
 // and output, with a [Client] connected to it.
 type Process struct {
@@ -33,6 +38,10 @@ type Process struct {
 // and returns a client that talks to it over its standard input and
 // output. Its standard error is left as cmd has it. opts may be nil.
 //
+// If cmd.WaitDelay is zero, StartProcess sets it to 100ms, so that a
+// grandchild that holds the process's standard error open cannot hold up
+// Close (see [Process.Close]); a nonzero cmd.WaitDelay is left alone.
+//
 // Call Close to shut the process down. If ctx ends first, the process is
 // killed (as with exec.CommandContext).
 func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Process, error) {
@@ -46,6 +55,14 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Pro
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
+	}
+	// When cmd.Stderr is not an *os.File, Wait waits for a goroutine that
+	// copies the process's standard error, which a grandchild can hold
+	// open for ever; cmd.WaitDelay bounds that wait, from when the process
+	// exits. Set it now: exec.CommandContext's watcher may read it at any
+	// time after Start.
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = stderrWaitDelay
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -74,6 +91,14 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Pro
 // input, waits up to WaitDelay for it to exit (reading what it still
 // writes), kills it if it has not, and closes the client. It returns the
 // process's exit error, as exec.Cmd.Wait does. Close is idempotent.
+//
+// Close returns within WaitDelay plus Cmd.WaitDelay (100ms unless the
+// caller set it; see [StartProcess]) and a few milliseconds, even if a
+// grandchild holds the process's output open, provided the client's
+// handlers return once their context is cancelled. Once the process has
+// exited, Close waits at most Cmd.WaitDelay for the copying of its standard
+// error to a writer that is not an *os.File to end, and then returns
+// [exec.ErrWaitDelay] if the process had exited 0.
 func (p *Process) Close() error {
 	p.once.Do(p.shutdown)
 	<-p.waited

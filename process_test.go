@@ -1,6 +1,7 @@
 package jsonrpc_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -189,6 +191,109 @@ func TestProcessWaitDelay(t *testing.T) {
 			var ee *exec.ExitError
 			if assert.ErrorAs(t, closeErr, &ee, "Close returns the exit error of the killed process") {
 				assert.False(t, ee.Success())
+			}
+			assert.ErrorIs(t, p.Call(t.Context(), "x", nil, nil), jsonrpc.ErrClosed)
+		})
+	}
+}
+
+// grandchildCommand returns a command that runs script under sh, with "$1"
+// naming a file to which the script writes the pid of the grandchild it
+// leaves in the background ($!), and a function that kills that
+// grandchild; a cleanup calls it too, so that it does not outlive the test.
+// With a non-nil ctx the command is made by exec.CommandContext.
+func grandchildCommand(t *testing.T, ctx context.Context, script string) (*exec.Cmd, func()) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	args := []string{"-c", script, "sh", pidFile}
+	cmd := exec.Command("sh", args...)
+	if ctx != nil {
+		cmd = exec.CommandContext(ctx, "sh", args...)
+	}
+	kill := func() {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			return
+		}
+		if proc, err := os.FindProcess(pid); err == nil {
+			_ = proc.Kill()
+			_ = proc.Release()
+		}
+	}
+	t.Cleanup(kill)
+	return cmd, kill
+}
+
+// closeWithin calls p.Close and returns its error. If Close has not
+// returned within limit, it fails the test, calls unblock to end what
+// holds Close up, and waits for Close, so that nothing leaks.
+func closeWithin(t *testing.T, p *jsonrpc.Process, limit time.Duration, unblock func()) error {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(limit):
+		assert.Failf(t, "Close did not return in time", "not within %v of a WaitDelay of %v", limit, p.WaitDelay)
+		unblock()
+		return <-closed
+	}
+}
+
+// TestProcessCloseGrandchildStderr checks that Close returns soon after
+// WaitDelay when the process's standard error goes to a writer that is not
+// an *os.File, which exec.Cmd copies on a goroutine that Wait waits for,
+// and a grandchild holds it open.
+func TestProcessCloseGrandchildStderr(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	tests := []struct {
+		name   string
+		script string // see grandchildCommand
+		stderr io.Writer
+		// withContext makes the command with exec.CommandContext, whose
+		// Cmd.WaitDelay exec reads after Start.
+		withContext bool
+		// cmdDelay is the caller's own Cmd.WaitDelay, which Close leaves
+		// alone and which adds to how long it may take.
+		cmdDelay time.Duration
+	}{
+		// The grandchild holds stdout and stderr: the child exits at
+		// once, Close stops reading stdout at WaitDelay, and Wait then
+		// waited for stderr until the grandchild exited (20s).
+		{name: "sleep holds stdout and stderr", script: `sleep 20 & echo $! >"$1"; exec cat >/dev/null`, stderr: new(bytes.Buffer)},
+		// Only stderr is held: Wait waited for it from the start.
+		{name: "sleep holds stderr", script: `sleep 20 >/dev/null & echo $! >"$1"; exec cat >/dev/null`, stderr: new(bytes.Buffer)},
+		// The grandchild writes to stderr (its stdout too, by >&2) for
+		// ever: Wait never returned.
+		{name: "yes writes to stderr", script: `yes >&2 & echo $! >"$1"; exec cat >/dev/null`, stderr: io.Discard},
+		{name: "CommandContext", script: `sleep 20 & echo $! >"$1"; exec cat >/dev/null`, stderr: new(bytes.Buffer), withContext: true},
+		{name: "own Cmd.WaitDelay", script: `sleep 20 & echo $! >"$1"; exec cat >/dev/null`, stderr: new(bytes.Buffer), cmdDelay: 200 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			var ctx context.Context
+			if tc.withContext {
+				ctx = t.Context()
+			}
+			cmd, kill := grandchildCommand(t, ctx, tc.script)
+			cmd.Stderr = tc.stderr
+			cmd.WaitDelay = tc.cmdDelay
+			p, err := jsonrpc.StartProcess(t.Context(), cmd, nil)
+			require.NoError(t, err)
+			p.WaitDelay = delay // set after StartProcess, as a caller may
+
+			err = closeWithin(t, p, delay+tc.cmdDelay+3*time.Second, kill)
+			var ee *exec.ExitError
+			assert.True(t, errors.Is(err, exec.ErrWaitDelay) || errors.As(err, &ee),
+				"Close returns exec.ErrWaitDelay, or the exit error if it had to kill the child; got %v", err)
+			if tc.cmdDelay != 0 {
+				assert.Equal(t, tc.cmdDelay, cmd.WaitDelay, "Close leaves the caller's Cmd.WaitDelay alone")
 			}
 			assert.ErrorIs(t, p.Call(t.Context(), "x", nil, nil), jsonrpc.ErrClosed)
 		})
