@@ -224,13 +224,13 @@ type conn struct {
 
 	reader  atomic.Pointer[readState] // the current reading role
 	running atomic.Int32              // slots taken by units running
+	held    atomic.Int64              // bytes of the units queued or running off the reader; changed under mu
 
 	mu       sync.Mutex
 	cond     sync.Cond // the queue shrank, or reading stops
 	queue    []*unit
 	active   map[string][]*reqCtx // requests that a cancel may reach
 	endErr   error                // why the connection ends
-	held     int                  // bytes of the units queued or running off the reader
 	live     int                  // goroutines of ours still running
 	parked   bool                 // the reader is in Read (or about to be)
 	done     bool                 // finished is closed
@@ -357,13 +357,20 @@ func (c *conn) checkDoneLocked() {
 	}
 }
 
+// overBudget reports whether n more bytes would take what the connection
+// holds past its budget; while it holds nothing, any n fits.
+func (c *conn) overBudget(n int) bool {
+	held := c.held.Load()
+	return held > 0 && held+int64(n) > int64(c.budget)
+}
+
 // release gives back the bytes a unit held against the budget.
 func (c *conn) release(n int) {
 	if n == 0 {
 		return
 	}
 	c.mu.Lock()
-	c.held -= n
+	c.held.Add(int64(-n))
 	c.cond.Broadcast()
 	c.mu.Unlock()
 }
@@ -638,9 +645,10 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		}
 	}
 
-	// The reader runs a unit inline only while a slot is free for it;
-	// the slot is taken (running grows) only if reading is handed off.
-	if c.running.Load() >= c.maxFlight {
+	// The reader runs a unit inline only while a slot is free for it and
+	// the budget has room (a handoff charges the unit to both): the slot
+	// is taken (running grows) only if reading is handed off.
+	if c.running.Load() >= c.maxFlight || c.overBudget(len(line)) {
 		c.enqueue(rs, line)
 		return true
 	}
@@ -769,10 +777,10 @@ func (c *conn) enqueue(rs *readState, line []byte) {
 	cost := len(line)
 	c.mu.Lock()
 	for !c.stopping.Load() && (len(c.queue) >= int(c.maxFlight) && c.running.Load() >= c.maxFlight ||
-		c.held > 0 && c.held+cost > c.budget) {
+		c.overBudget(cost)) {
 		c.cond.Wait()
 	}
-	c.held += cost
+	c.held.Add(int64(cost))
 	c.mu.Unlock()
 
 	own := append([]byte(nil), line...)
@@ -783,7 +791,7 @@ func (c *conn) enqueue(rs *readState, line []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(u.tasks) == 0 || c.isAborted() {
-		c.held -= cost
+		c.held.Add(int64(-cost))
 		c.cond.Broadcast()
 		return
 	}
@@ -1069,11 +1077,11 @@ func (c *conn) handoff(rs *readState, s uint64) {
 	}
 	c.live++
 	rs.charged = int(rs.bufSize.Load())
-	c.held += rs.charged
+	c.held.Add(int64(rs.charged))
 	c.mu.Unlock()
 	if !rs.state.CompareAndSwap(s, s|stateHandedOff) {
 		c.mu.Lock()
-		c.held -= rs.charged
+		c.held.Add(int64(-rs.charged))
 		rs.charged = 0
 		c.mu.Unlock()
 		c.exit()
@@ -1083,6 +1091,9 @@ func (c *conn) handoff(rs *readState, s uint64) {
 	c.running.Add(1)
 	// The unit is still running, so its tasks stay as they are.
 	if i := int(rs.current.Load()); i < len(rs.unit.tasks) {
+		if m := rs.unit.tasks[i].method; m != nil {
+			m.slow.Store(true) // its handler held the reader up
+		}
 		if rc := rs.unit.tasks[i].ctx; rc != nil && rc.flags.Load()&flagEnded == 0 {
 			rc.flags.Or(flagInline)
 			c.register(rc)
