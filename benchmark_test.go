@@ -136,51 +136,65 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 // BenchmarkRoundTrip measures calls from a Client to Serve over io.Pipe,
-// from one caller and from 64 at once.
+// from one caller and from 64 at once, with a context that cannot end (the
+// caller writes its request) and with one that can (a goroutine of the
+// client's writes it, so that the caller never waits on a stalled peer).
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, callers := range []int{1, 64} {
-		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			serverIn, clientOut := io.Pipe()
-			clientIn, serverOut := io.Pipe()
-			served := make(chan error, 1)
-			go func() {
-				served <- jsonrpc.Serve(context.Background(), serverIn, serverOut, benchMux())
-				serverOut.Close()
-			}()
-			client := jsonrpc.NewClient(clientIn, clientOut, nil)
-			params := json.RawMessage(`[1,"hello"]`)
-			b.ReportAllocs()
-			var mu sync.Mutex
-			var failed error
-			b.SetParallelism(callers)
-			if callers == 1 {
-				for b.Loop() {
-					var out json.RawMessage
-					if err := client.Call(context.Background(), "echo", params, &out); err != nil {
-						b.Fatal(err)
-					}
-				}
-			} else {
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						var out json.RawMessage
-						if err := client.Call(context.Background(), "echo", params, &out); err != nil {
-							mu.Lock()
-							failed = err
-							mu.Unlock()
-							return
-						}
-					}
-				})
-			}
-			clientOut.Close()
-			if err := <-served; err != nil {
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, ctx := range []struct {
+		name string
+		ctx  context.Context
+	}{{"background", context.Background()}, {"cancellable", cancellable}} {
+		for _, callers := range []int{1, 64} {
+			b.Run(fmt.Sprintf("ctx=%s/callers=%d", ctx.name, callers), func(b *testing.B) {
+				roundTrips(b, ctx.ctx, callers)
+			})
+		}
+	}
+}
+
+// roundTrips runs calls from callers goroutines with ctx until b is done.
+func roundTrips(b *testing.B, ctx context.Context, callers int) {
+	serverIn, clientOut := io.Pipe()
+	clientIn, serverOut := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- jsonrpc.Serve(context.Background(), serverIn, serverOut, benchMux())
+		serverOut.Close()
+	}()
+	client := jsonrpc.NewClient(clientIn, clientOut, nil)
+	params := json.RawMessage(`[1,"hello"]`)
+	b.ReportAllocs()
+	var mu sync.Mutex
+	var failed error
+	b.SetParallelism(callers)
+	if callers == 1 {
+		for b.Loop() {
+			var out json.RawMessage
+			if err := client.Call(ctx, "echo", params, &out); err != nil {
 				b.Fatal(err)
 			}
-			client.Close()
-			if failed != nil {
-				b.Fatal(failed)
+		}
+	} else {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				var out json.RawMessage
+				if err := client.Call(ctx, "echo", params, &out); err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+					return
+				}
 			}
 		})
+	}
+	clientOut.Close()
+	if err := <-served; err != nil {
+		b.Fatal(err)
+	}
+	client.Close()
+	if failed != nil {
+		b.Fatal(failed)
 	}
 }
