@@ -128,9 +128,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // Serve closes r if it is an io.Closer, and w too if a write is still
 // blocked when the grace period ends. On Shutdown, which must still write,
 // it uses CloseRead or a read deadline where r has them, and closes r only
-// if it is not also w. Otherwise the goroutine in Read ends when Read
-// returns, after Serve has. Serve never closes r or w at the end of the
-// input.
+// if it is not also w. Otherwise Serve returns all the same once the
+// requests already read are done, and the goroutine in Read ends when Read
+// returns, without serving what it read. Serve never closes r or w at the
+// end of the input.
+//
+// What a connection holds is bounded in bytes: see MaxMessageSize,
+// MaxBatch and MaxPendingBytes, and SECURITY.md for the whole account.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	c := newConn(s, ctx, r, w)
 	if !s.track(c) {
@@ -185,7 +189,8 @@ func (s *Server) Close() error {
 
 // Shutdown stops reading on every connection, lets the requests already
 // read finish and their responses be written, and returns when all of that
-// is done, or returns ctx.Err() if ctx ends first. Unlike Close, it waits
+// is done (also when a reader sits in a Read that cannot be interrupted),
+// or returns ctx.Err() if ctx ends first. Unlike Close, it waits
 // for handlers without limit (CancelGrace does not apply): give it a ctx
 // with a deadline, and call Close when that passes. Each Serve returns
 // [ErrServerClosed]. Calling Shutdown from inside a handler deadlocks.
