@@ -46,7 +46,9 @@ type ClientOptions struct {
 	MaxPendingBytes int
 
 	// CancelGrace is how long Close waits for the reader goroutine and
-	// for Handler calls to end; zero means [DefaultCancelGrace]. A
+	// for Handler calls to end; zero means [DefaultCancelGrace]. (Close
+	// called from a Handler or from OnNotify waits all of it, since it
+	// waits for the goroutine it runs on.) A
 	// goroutine still running then is left to end by itself: a Handler
 	// that ignores its context, or a Read that closing the reader does
 	// not interrupt (an *os.File on a pipe in blocking mode, such as
@@ -506,10 +508,10 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 		for {
 			p.mu.Lock()
 			items := p.items
-			p.items, p.size = nil, 0
+			p.items = nil
 			p.mu.Unlock()
 			for _, item := range items {
-				if !yield(item, nil) {
+				if !yield(p.take(item), nil) {
 					if c.drop(id) {
 						c.sendCancel(id)
 					}
@@ -532,10 +534,10 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 			// Done: deliver what came before the response, then the end.
 			p.mu.Lock()
 			items = p.items
-			p.items, p.size = nil, 0
+			p.items = nil
 			p.mu.Unlock()
 			for _, item := range items {
-				if !yield(item, nil) {
+				if !yield(p.take(item), nil) {
 					return
 				}
 			}
@@ -545,6 +547,16 @@ func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq
 			return
 		}
 	}
+}
+
+// take counts item, about to be handed to the range of a stream, out of
+// the stream's buffer, and returns it. Items stay counted until then, so
+// that those the range has not taken never pass MaxStreamBuffer.
+func (p *pending) take(item []byte) []byte {
+	p.mu.Lock()
+	p.size -= len(item)
+	p.mu.Unlock()
+	return item
 }
 
 // goTracked runs f on a goroutine that Close waits for, unless Close has
