@@ -693,7 +693,9 @@ func (c *Client) read() {
 		case lineBatchTooLong:
 			c.log.Debug("jsonrpc: dropped a batch over the length limit", slog.Int("limit", maxBatch))
 		default:
-			c.log.Debug("jsonrpc: dropped a malformed message", slog.String("line", string(line)))
+			if c.log.Enabled(context.Background(), slog.LevelDebug) {
+				c.log.Debug("jsonrpc: dropped a malformed message", slog.String("line", string(line)))
+			}
 		}
 	}
 }
