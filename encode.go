@@ -1,0 +1,141 @@
+package jsonrpc
+
+// This file holds the encoding of answers: results, errors and the
+// writing of responses.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sync"
+)
+
+// limitError is the Invalid Request error for input over one of the
+// server's limits, with the limit in its data.
+func limitError(reason string, limit int) *Error {
+	return ErrInvalidRequest.WithData(map[string]any{"reason": reason, "limit": limit})
+}
+
+// encoders keeps json.Encoders and their buffers for reuse, so that
+// encoding a result costs no allocation of its own.
+type encoders struct {
+	pool sync.Pool // of *encoder
+}
+
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// encode encodes v as encodeValue does. When the bytes come from a pooled
+// encoder, it is returned too, to be released once they are written.
+func (es *encoders) encode(v any) ([]byte, *encoder, error) {
+	switch v.(type) {
+	case nil, json.RawMessage, string:
+		raw, err := encodeValue(v)
+		return raw, nil, err
+	}
+	e, _ := es.pool.Get().(*encoder)
+	if e == nil {
+		e = new(encoder)
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		es.put(e)
+		return nil, nil, err
+	}
+	return bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), e, nil
+}
+
+// release returns the encoder that holds t's result, if any.
+func (es *encoders) release(t *task) {
+	if t.enc != nil {
+		es.put(t.enc)
+		t.enc = nil
+	}
+}
+
+func (es *encoders) put(e *encoder) {
+	if e.buf.Cap() <= 64<<10 {
+		es.pool.Put(e)
+	}
+}
+
+// sameBytes reports whether a and b are the same non-empty slice of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+// encodeValue encodes a result or stream item. Raw JSON passes through as
+// it is, once checked.
+func encodeValue(v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return nullID, nil
+	case json.RawMessage:
+		if v == nil {
+			return nullID, nil
+		}
+		if !validJSON(v) {
+			return nil, errors.New("json.RawMessage is not valid JSON")
+		}
+		return oneLine(v), nil
+	case string:
+		return appendString(nil, v), nil
+	}
+	return json.Marshal(v)
+}
+
+// encodeParams encodes the params of a notification or request, which must
+// be an object or an array; nil means none.
+func encodeParams(params any) ([]byte, error) {
+	if params == nil {
+		return nil, nil
+	}
+	if raw, ok := params.(json.RawMessage); ok && raw == nil {
+		return nil, nil
+	}
+	raw, err := encodeValue(params)
+	if err != nil {
+		return nil, err
+	}
+	if !validParams(raw) {
+		return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
+	}
+	return raw, nil
+}
+
+func appendAnswer(b []byte, id string, result []byte, werr *Error) []byte {
+	if werr != nil {
+		return appendErrorResponse(b, id, werr)
+	}
+	return appendResultResponse(b, id, result)
+}
+
+// largeResult is the size from which a result is written from where it
+// lies rather than copied into the output buffer.
+const largeResult = 64 << 10
+
+// writeAnswer writes a response; flush is set off the reading goroutine,
+// where nobody else would flush it soon.
+func (c *conn) writeAnswer(id string, result []byte, werr *Error, flush bool) {
+	var err error
+	if werr == nil && len(result) >= largeResult {
+		head := appendResultResponse(nil, id, nil)
+		err = c.out.writeLarge(head[:len(head)-1], result, []byte("}"))
+	} else {
+		err = c.out.append(func(b []byte) []byte { return appendAnswer(b, id, result, werr) }, flush)
+	}
+	if err != nil {
+		c.abort(err)
+	}
+}
+
+func (c *conn) writeError(id []byte, e *Error, flush bool) {
+	err := c.out.append(func(b []byte) []byte { return appendErrorResponse(b, id, e) }, flush)
+	if err != nil {
+		c.abort(err)
+	}
+}
