@@ -45,6 +45,9 @@ var errReadStopped = errors.New("jsonrpc: reading stopped")
 // whitespace are skipped. Lines may be of any length up to the limit; a
 // longer line is discarded as it is read, never held whole in memory.
 //
+// The reader that [HeaderFraming] returns is a LineReader too, which reads
+// messages framed by headers instead (see [HeaderFraming]).
+//
 // A LineReader is not safe for concurrent use.
 type LineReader struct {
 	r       io.Reader
@@ -62,6 +65,24 @@ type LineReader struct {
 	// beforeRead reports false, Read is not called and reading ends.
 	beforeRead func() bool
 	afterRead  func()
+
+	// mode is the framing: modeLine, modeHeader or modeCustom.
+	mode uint8
+
+	// In modeHeader: what is being read (phaseHeader, ...); the
+	// Content-Length of the block so far, -1 for none, or the bytes of
+	// body left to read or skip; the bytes of the header block read so
+	// far; whether it is too long; its first problem, if any.
+	phase   uint8
+	length  int
+	hdrSize int
+	hdrLong bool
+	hdrErr  string
+
+	// In modeCustom: the user's reader, which reads through a hookReader,
+	// and whether beforeRead stopped reading.
+	inner   MessageReader
+	stopped bool
 }
 
 // NewLineReader returns a LineReader that reads from r messages of at most
@@ -82,6 +103,9 @@ func NewLineReader(r io.Reader, maxSize int) *LineReader {
 // after it. Any other read error is returned, and again on every later
 // call. After Close, ReadMessage returns an error wrapping [ErrClosed].
 func (lr *LineReader) ReadMessage() ([]byte, error) {
+	if lr.mode != modeLine {
+		return lr.readFramed()
+	}
 	for {
 		if lr.closed.Load() {
 			return nil, &closedError{}
@@ -176,6 +200,10 @@ func (lr *LineReader) fill() {
 // detach moves the unread data to a new buffer, so that slices returned
 // earlier stay valid for as long as anyone holds them.
 func (lr *LineReader) detach() {
+	if lr.mode == modeCustom {
+		lr.buf = nil // the next message is copied into a new buffer
+		return
+	}
 	nb := make([]byte, max(lr.end-lr.start, initialBufSize))
 	n := copy(nb, lr.buf[lr.start:lr.end])
 	lr.scanned -= lr.start
@@ -200,6 +228,8 @@ func (lr *LineReader) Close() error {
 func (lr *LineReader) IsClosed() bool { return lr.closed.Load() }
 
 // A LineWriter writes newline-delimited messages, each exactly one line.
+// One that a Server or Client makes for another [Framing] frames each
+// message by it instead.
 // It buffers what it is given and writes it out on Flush, or by itself
 // once enough has gathered. At most one Write to the underlying writer is
 // in flight at a time; messages written meanwhile join the next one, and
@@ -216,6 +246,12 @@ type LineWriter struct {
 	writing bool
 	err     error
 	closed  atomic.Bool
+
+	// mode is the framing: modeLine, modeHeader or modeCustom. In
+	// modeCustom, framing frames each message, built first in scratch.
+	mode    uint8
+	framing Framing
+	scratch []byte
 }
 
 const (
@@ -237,9 +273,10 @@ func NewLineWriter(w io.Writer) *LineWriter {
 	return lw
 }
 
-// WriteMessage buffers msg, which must be one JSON value, as one line. A
-// message that spans several lines is compacted first; one that is not
-// valid JSON is refused with an error matching [ErrParse].
+// WriteMessage buffers msg, which must be one JSON value, as one line (or
+// one frame of the writer's framing). A message that spans several lines
+// is compacted first; one that is not valid JSON is refused with an error
+// matching [ErrParse].
 func (lw *LineWriter) WriteMessage(msg []byte) error {
 	if !validJSON(msg) {
 		return Errorf(CodeParseError, "Parse error: message is not one valid JSON value")
@@ -266,7 +303,11 @@ func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 		lw.mu.Unlock()
 		return err
 	}
-	lw.buf = append(add(lw.buf), '\n')
+	if lw.mode == modeLine {
+		lw.buf = append(add(lw.buf), '\n')
+	} else {
+		lw.buf = lw.appendFramed(lw.buf, add)
+	}
 	if !flush && len(lw.buf) < flushThreshold {
 		lw.mu.Unlock()
 		return nil
@@ -300,7 +341,11 @@ func (lw *LineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) er
 		lw.mu.Unlock()
 		return err
 	}
-	lw.buf = append(add(lw.buf), '\n')
+	if lw.mode == modeLine {
+		lw.buf = append(add(lw.buf), '\n')
+	} else {
+		lw.buf = lw.appendFramed(lw.buf, add)
+	}
 	lw.mu.Unlock()
 	return nil
 }
@@ -314,15 +359,26 @@ func (lw *LineWriter) tryAppend(add func([]byte) []byte) bool {
 	if lw.err != nil || lw.full() {
 		return false
 	}
-	lw.buf = append(add(lw.buf), '\n')
+	if lw.mode == modeLine {
+		lw.buf = append(add(lw.buf), '\n')
+	} else {
+		lw.buf = lw.appendFramed(lw.buf, add)
+	}
 	return true
 }
 
 // writeLarge writes one line made of head, body and tail, where body is
 // large: rather than copy body into the buffer, it writes what is buffered
 // and head, then body straight from the caller's memory, then tail. Lines
-// that others add meanwhile wait in the buffer, after tail.
+// that others add meanwhile wait in the buffer, after tail. Under
+// HeaderFraming, the header for the whole message goes before head; a
+// Framing of the user's gets the message whole, so there body is copied.
 func (lw *LineWriter) writeLarge(head, body, tail []byte) error {
+	if lw.mode == modeCustom {
+		return lw.append(func(b []byte) []byte {
+			return append(append(append(b, head...), body...), tail...)
+		}, true)
+	}
 	lw.mu.Lock()
 	for lw.writing && lw.err == nil {
 		lw.cond.Wait()
@@ -332,7 +388,11 @@ func (lw *LineWriter) writeLarge(head, body, tail []byte) error {
 		lw.mu.Unlock()
 		return err
 	}
-	data := append(lw.buf, head...)
+	data := lw.buf
+	if lw.mode == modeHeader {
+		data = appendHeader(data, len(head)+len(body)+len(tail))
+	}
+	data = append(data, head...)
 	lw.buf, lw.spare = lw.spare[:0], nil
 	lw.writing = true
 	lw.mu.Unlock()
@@ -345,7 +405,10 @@ func (lw *LineWriter) writeLarge(head, body, tail []byte) error {
 	lw.mu.Lock()
 	gathered := lw.buf
 	line := append(data[:0], tail...)
-	lw.buf = append(append(line, '\n'), gathered...)
+	if lw.mode == modeLine {
+		line = append(line, '\n')
+	}
+	lw.buf = append(line, gathered...)
 	lw.spare = gathered[:0]
 	lw.writing = false
 	if err != nil && lw.err == nil {
