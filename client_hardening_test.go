@@ -339,7 +339,10 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 				<-release
 				return "done", nil
 			})
-			answers, sent := newFloodPeer(t, &jsonrpc.ClientOptions{Handler: h, MaxInFlight: maxInFlight}, n,
+			// The queue is bounded by bytes: 512 a queued request, plus
+			// its line. 64 KiB holds about a hundred.
+			opts := &jsonrpc.ClientOptions{Handler: h, MaxInFlight: maxInFlight, MaxPendingBytes: 64 << 10}
+			answers, sent := newFloodPeer(t, opts, n,
 				func(w io.Writer, i int) error {
 					_, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"method":"block"}`+"\n", i)
 					return err
@@ -425,7 +428,10 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 				}
 			}()
 			synctest.Wait()
-			assert.Equal(t, int64(maxInFlight), started.Load(), "handlers started")
+			// The first runs on the reader until the watchdog, whose clock
+			// stands still here, hands reading on: one or two have started.
+			assert.LessOrEqual(t, started.Load(), int64(maxInFlight), "handlers started")
+			assert.Positive(t, started.Load(), "handlers started")
 			start := time.Now()
 			assert.NoError(t, c.Close())
 			assert.Less(t, time.Since(start), grace, "Close waited out CancelGrace")

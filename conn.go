@@ -13,7 +13,69 @@ import (
 	"time"
 )
 
-// conn is one connection being served.
+// A Cancellation says how a connection cancels requests in both
+// directions: the notification the peer sends to cancel one of its
+// requests, and that this side sends when the context of one of its own
+// calls ends. The zero Cancellation is the Language Server Protocol's
+// {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}, with the
+// cancelled request answered [CodeRequestCancelled]. The Model Context
+// Protocol's is
+//
+//	jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true}
+//
+// A cancel takes effect whenever it comes: a request still waiting for a
+// slot never runs, and a running one has its context cancelled.
+type Cancellation struct {
+	// Method is the cancel notification's method; "" means
+	// [CancelMethod].
+	Method string
+	// IDMember is the member of the notification's params that holds the
+	// id of the request to cancel; "" means "id".
+	IDMember string
+	// Unanswered makes a request that the peer cancelled get no response
+	// at all, whatever its handler returns, as MCP asks; otherwise it is
+	// answered, with CodeRequestCancelled if its handler fails.
+	Unanswered bool
+}
+
+func (cc Cancellation) method() string {
+	if cc.Method == "" {
+		return CancelMethod
+	}
+	return cc.Method
+}
+
+func (cc Cancellation) idMember() string {
+	if cc.IDMember == "" {
+		return "id"
+	}
+	return cc.IDMember
+}
+
+// config is what sets up a connection: the fields of a [Server],
+// [ClientOptions] or [ConnOptions].
+type config struct {
+	handler      Handler
+	log          *slog.Logger
+	framing      Framing
+	cancel       Cancellation
+	maxMessage   int
+	maxBatch     int
+	maxFlight    int
+	budget       int
+	streamBuffer int
+	hideDetail   bool
+	noCancel     bool
+	grace        time.Duration
+	onNotify     func(*Request)  // notifications in order, on the reader
+	onUnknown    func(*Response) // responses that match no call
+	drainGrace   bool            // at the end of input, handlers get grace, then stop
+	quiet        bool            // drop malformed messages rather than answer them
+}
+
+// conn is one connection: the engine behind [Server], [Client] and
+// [Conn]. It reads messages, runs handlers for the peer's requests,
+// sends this side's calls and routes their responses.
 type conn struct {
 	encoders   encoders
 	handler    Handler
@@ -27,6 +89,22 @@ type conn struct {
 	budget     int // MaxPendingBytes
 	hideDetail bool
 	grace      time.Duration
+	drainGrace bool
+	quiet      bool
+
+	cancelConv   Cancellation
+	cancelQuoted string // the cancel method as a JSON string
+	noCancel     bool
+	onNotify     func(*Request)
+	onUnknown    func(*Response)
+	streamBuffer int
+
+	// The outgoing side (call.go).
+	ids     IDSource
+	calls   sync.Pool // of *pending, for call
+	pmu     sync.Mutex
+	pending map[int64]*pending
+	callErr error // set once calls can no longer be answered
 
 	ctx    context.Context // parent of every handler's context
 	cancel context.CancelCauseFunc
@@ -45,8 +123,15 @@ type conn struct {
 	done     bool                 // finished is closed
 	finished chan struct{}        // closed when nothing but a parked reader is left
 
+	served   chan struct{} // closed when serve has returned, for Client and Conn
+	readDone chan struct{} // closed when reading has ended for good
+	readOnce sync.Once
+	serveErr error // what serve returned
+
 	abortOnce sync.Once
 	aborted   chan struct{} // closed by abort
+	endOnce   sync.Once
+	ended     chan struct{} // closed at the end of the input, when drainGrace
 	stopping  atomic.Bool   // no more lines are to be read
 	reading   atomic.Bool   // the reader is in Read
 
@@ -60,21 +145,34 @@ type conn struct {
 	lastSeq uint64
 }
 
-func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
+func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	c := &conn{
-		handler:    s.Handler,
-		log:        s.Logger,
-		in:         NewLineReader(r, s.MaxMessageSize),
-		out:        NewLineWriter(w),
-		r:          r,
-		w:          w,
-		maxBatch:   s.MaxBatch,
-		maxFlight:  int32(min(s.MaxInFlight, 1<<30)),
-		budget:     s.MaxPendingBytes,
-		hideDetail: s.HideErrorDetail,
-		grace:      s.CancelGrace,
-		finished:   make(chan struct{}),
-		aborted:    make(chan struct{}),
+		handler:      cfg.handler,
+		log:          cfg.log,
+		in:           newFramedReader(cfg.framing, r, cfg.maxMessage),
+		out:          newFramedWriter(cfg.framing, w),
+		r:            r,
+		w:            w,
+		maxBatch:     cfg.maxBatch,
+		maxFlight:    int32(min(cfg.maxFlight, 1<<30)),
+		budget:       cfg.budget,
+		hideDetail:   cfg.hideDetail,
+		grace:        cfg.grace,
+		drainGrace:   cfg.drainGrace,
+		quiet:        cfg.quiet,
+		cancelConv:   cfg.cancel,
+		noCancel:     cfg.noCancel,
+		onNotify:     cfg.onNotify,
+		onUnknown:    cfg.onUnknown,
+		streamBuffer: cfg.streamBuffer,
+		pending:      make(map[int64]*pending),
+		finished:     make(chan struct{}),
+		aborted:      make(chan struct{}),
+		readDone:     make(chan struct{}),
+	}
+	c.cancelQuoted = string(appendString(nil, c.cancelConv.method()))
+	if c.streamBuffer <= 0 {
+		c.streamBuffer = DefaultMaxStreamBuffer
 	}
 	c.mux, _ = c.handler.(*Mux)
 	if c.handler == nil {
@@ -95,6 +193,10 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	if c.budget <= 0 {
 		c.budget = DefaultMaxPendingBytes
 	}
+	if c.drainGrace {
+		c.ended = make(chan struct{})
+	}
+	c.live = 1 // the reader, which serve starts
 	c.cond.L = &c.mu
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	c.in.beforeRead = c.beforeRead
@@ -105,7 +207,6 @@ func newConn(s *Server, ctx context.Context, r io.Reader, w io.Writer) *conn {
 func (c *conn) serve(ctx context.Context) error {
 	c.timer = time.AfterFunc(time.Hour, c.tick)
 	c.timer.Stop()
-	c.live = 1
 	go c.readLoop(newReadState(), false)
 
 	select {
@@ -113,6 +214,17 @@ func (c *conn) serve(ctx context.Context) error {
 	case <-ctx.Done():
 		c.abort(ctx.Err())
 	case <-c.aborted:
+	case <-c.ended:
+		// The input ended: the work in flight gets the grace period to
+		// finish, then is stopped as by Close.
+		drain := time.NewTimer(c.grace)
+		select {
+		case <-c.finished:
+		case <-c.aborted:
+		case <-drain.C:
+			c.abort(io.EOF)
+		}
+		drain.Stop()
 	}
 	grace := time.NewTimer(c.grace)
 	select {
@@ -134,6 +246,7 @@ func (c *conn) serve(ctx context.Context) error {
 	c.mu.Lock()
 	err := c.endErr
 	c.mu.Unlock()
+	c.failCalls(err)
 	if err == nil || errors.Is(err, io.EOF) {
 		err = c.out.Err()
 	}
@@ -141,6 +254,21 @@ func (c *conn) serve(ctx context.Context) error {
 		return ErrServerClosed
 	}
 	return err
+}
+
+// goLive runs f on a goroutine that the connection waits for before it
+// ends, unless it has ended already.
+func (c *conn) goLive(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return
+	}
+	c.live++
+	go func() {
+		defer c.exit()
+		f()
+	}()
 }
 
 // exit counts a goroutine of the connection out.
@@ -227,6 +355,7 @@ func (c *conn) abort(cause error) {
 		c.queue = nil
 		c.mu.Unlock()
 		c.out.fail(&closedError{cause: cause})
+		c.failCalls(cause)
 		c.cancel(cause)
 		close(c.aborted)
 	})
@@ -273,6 +402,12 @@ func (c *conn) afterRead() {
 // another goroutine.
 func (c *conn) readLoop(rs *readState, detach bool) {
 	defer c.exit()
+	handedOn := false
+	defer func() {
+		if !handedOn {
+			c.readOnce.Do(func() { close(c.readDone) })
+		}
+	}()
 	c.reader.Store(rs)
 	if detach {
 		c.in.detach()
@@ -291,16 +426,36 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 		}
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
-				c.writeError(nullID, limitError("message too large", c.in.max), false)
+				if c.quiet {
+					c.log.Debug("jsonrpc: dropped a message over the size limit")
+				} else {
+					c.writeError(nullID, limitError("message too large", c.in.max), false)
+				}
+				continue
+			}
+			if errors.Is(err, ErrBadHeader) {
+				// The framing lost one message and found the next.
+				if c.quiet {
+					c.log.Debug("jsonrpc: dropped a message with a bad header", slog.Any("error", err))
+				} else {
+					c.writeError(nullID, ErrParse, false)
+				}
 				continue
 			}
 			c.stopReading(err, false)
+			if !c.in.IsClosed() {
+				c.failCalls(err) // no response can come any more
+			}
+			if c.ended != nil {
+				c.endOnce.Do(func() { close(c.ended) })
+			}
 			if err := c.out.Flush(); err != nil {
 				c.abort(err)
 			}
 			return
 		}
 		if !c.handleLine(rs, line) {
+			handedOn = true
 			return
 		}
 	}
@@ -311,6 +466,10 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 func (c *conn) handleLine(rs *readState, line []byte) bool {
 	kind, batch := scanLine(line, &rs.env, rs.batch, c.maxBatch)
 	rs.batch = batch
+	if c.quiet && kind != lineObject && kind != lineBatch {
+		c.log.Debug("jsonrpc: dropped a malformed message")
+		return true
+	}
 	switch kind {
 	case lineInvalidJSON:
 		c.writeError(nullID, ErrParse, false)
@@ -322,8 +481,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		c.writeError(nullID, limitError("batch too long", c.maxBatch), false)
 		return true
 	case lineObject:
-		if rs.env.isCancel() {
-			c.cancelFrom(rs, rs.env.params)
+		if c.route(rs, &rs.env, true) {
 			return true
 		}
 	}
@@ -332,16 +490,16 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	// the budget has room (a handoff charges the unit to both): the slot
 	// is taken (running grows) only if reading is handed off.
 	if c.running.Load() >= c.maxFlight || c.overBudget(len(line)) {
-		c.enqueue(rs, line)
+		c.enqueue(rs, line, true)
 		return true
 	}
 	u := &rs.unit
-	c.buildUnit(rs, u, kind)
+	c.buildUnit(rs, u, kind, true)
 	if len(u.tasks) == 0 {
 		return true
 	}
 	if u.slow() {
-		c.enqueue(rs, line)
+		c.enqueue(rs, line, false)
 		return true
 	}
 	// current is set before busy, so that a handoff never sees a request
@@ -369,9 +527,45 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	return false
 }
 
-// isCancel reports whether e is a valid "$/cancelRequest" notification.
-func (e *envelope) isCancel() bool {
-	return e.id == nil && string(e.method) == `"`+CancelMethod+`"` && e.checkRequest() == ""
+// route handles, on the reader, a message that is not work for a
+// handler: a cancel notification, a response to a call of ours, an item of
+// one of our streams, or (for a Client) a notification for OnNotify. It
+// reports whether e was one; act=false only reports, for a line whose
+// messages were routed once already.
+func (c *conn) route(rs *readState, e *envelope, act bool) bool {
+	if !e.object {
+		return false
+	}
+	if e.method == nil {
+		if e.result == nil && e.err == nil {
+			return false
+		}
+		if _, why := e.response(); why != "" {
+			return false // answered as an Invalid Request
+		}
+		if act {
+			c.deliver(e)
+		}
+		return true
+	}
+	if e.id != nil || e.checkRequest() != "" {
+		return false
+	}
+	switch {
+	case string(e.method) == c.cancelQuoted:
+		if act {
+			c.cancelFrom(rs, e.params)
+		}
+		return true
+	case string(e.method) == `"`+StreamMethod+`"` && c.streamItem(e.params, act):
+		return true
+	case c.onNotify != nil:
+		if act {
+			c.onNotify(&Request{Method: string(methodName(e.method)), Params: e.params})
+		}
+		return true
+	}
+	return false
 }
 
 // cancelFrom handles the params of a cancel notification: it cancels the
@@ -379,23 +573,34 @@ func (e *envelope) isCancel() bool {
 // started yet will not run; unless it is part of a batch, it is answered
 // with CodeRequestCancelled at once.
 func (c *conn) cancelFrom(rs *readState, params []byte) {
-	e := &rs.cancel
-	e.reset()
 	if len(params) == 0 || params[0] != '{' {
 		return
 	}
-	if _, ok := scanObject(params, 0, e); !ok || e.id == nil || !validID(e.id) {
+	var id []byte
+	if member := c.cancelConv.idMember(); member == "id" {
+		e := &rs.cancel
+		e.reset()
+		if _, ok := scanObject(params, 0, e); !ok {
+			return
+		}
+		id = e.id
+	} else {
+		id = memberValue(params, member)
+	}
+	if id == nil || !validID(id) {
 		return
 	}
 	c.mu.Lock()
-	list := append([]*reqCtx(nil), c.active[string(e.id)]...)
+	list := append([]*reqCtx(nil), c.active[string(id)]...)
 	c.mu.Unlock()
 	for _, rc := range list {
 		old := rc.flags.Or(flagPeerCancelled)
 		if old&(flagStarted|flagPeerCancelled|flagInline) == 0 && !rc.inBatch {
 			if rc.flags.Or(flagAnswered)&flagStarted == 0 {
 				c.settle(rc)
-				c.writeAnswer(rc.id, nil, ErrRequestCancelled, true)
+				if !c.cancelConv.Unanswered {
+					c.writeAnswer(rc.id, nil, ErrRequestCancelled, true)
+				}
 			}
 		}
 		rc.cancel(context.Canceled)

@@ -19,8 +19,10 @@ import (
 // The zero Mux is empty and ready to use. A Mux is safe for concurrent
 // use: methods may be registered while it serves.
 type Mux struct {
-	mu       sync.Mutex                         // serialises Handle
-	handlers atomic.Pointer[map[string]Handler] // replaced, never changed
+	mu       sync.Mutex                         // serialises Handle and Use
+	raw      map[string]Handler                 // as registered; guarded by mu
+	mw       []func(Handler) Handler            // guarded by mu
+	handlers atomic.Pointer[map[string]Handler] // wrapped; replaced, never changed
 }
 
 var _ Handler = (*Mux)(nil)
@@ -42,17 +44,55 @@ func (m *Mux) Handle(method string, h Handler) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, dup := m.raw[method]; dup {
+		panic("jsonrpc: Mux.Handle: method registered twice: " + method)
+	}
+	if m.raw == nil {
+		m.raw = make(map[string]Handler)
+	}
+	m.raw[method] = h
 	var next map[string]Handler
 	if old := m.handlers.Load(); old != nil {
-		if _, dup := (*old)[method]; dup {
-			panic("jsonrpc: Mux.Handle: method registered twice: " + method)
-		}
 		next = maps.Clone(*old)
 	} else {
 		next = make(map[string]Handler)
 	}
-	next[method] = h
+	next[method] = m.wrap(h)
 	m.handlers.Store(&next)
+}
+
+// Use adds middleware that wraps the handler of every method, those
+// registered already and those registered later; the first added is the
+// outermost. Each handler is wrapped once, when it is registered or Use is
+// called, not on every request, so a server keeps its fast path for a Mux.
+// Requests for a method with no handler are answered [ErrMethodNotFound]
+// without passing through middleware. Use panics on a nil middleware.
+//
+// A middleware sees each request's id and method in req, and can reach
+// them from any context derived from the handler's with
+// [RequestFromContext].
+func (m *Mux) Use(mw ...func(Handler) Handler) {
+	for _, f := range mw {
+		if f == nil {
+			panic("jsonrpc: Mux.Use: nil middleware")
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mw = append(m.mw, mw...)
+	next := make(map[string]Handler, len(m.raw))
+	for method, h := range m.raw {
+		next[method] = m.wrap(h)
+	}
+	m.handlers.Store(&next)
+}
+
+// wrap applies the middleware to h; m.mu is held.
+func (m *Mux) wrap(h Handler) Handler {
+	for i := len(m.mw) - 1; i >= 0; i-- {
+		h = m.mw[i](h)
+	}
+	return h
 }
 
 // HandleFunc registers the function f for method, as Handle does.

@@ -112,7 +112,7 @@ func (p *Process) shutdown() {
 	// that does not read holds this up, so it runs alongside the timer.
 	closed := make(chan struct{})
 	go func() {
-		_ = p.Client.out.Close()
+		_ = p.Client.c.out.Close()
 		close(closed)
 	}()
 	exited := make(chan struct{})
@@ -142,8 +142,8 @@ func (p *Process) shutdown() {
 // its own may still hold open.
 func (p *Process) kill() {
 	_ = p.Cmd.Process.Kill()
-	p.Client.in.Close()
-	p.Client.out.closeNow()
+	p.Client.c.in.Close()
+	p.Client.c.out.closeNow()
 }
 
 func (p *Process) waitDelay() time.Duration {

@@ -28,7 +28,8 @@ func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 // the contexts of many requests share one allocation.
 type reqCtx struct {
 	conn    *conn
-	id      string // the request's id; "" for a notification
+	req     *Request // the request, while its handler runs
+	id      string   // the request's id; "" for a notification
 	armed   atomic.Pointer[armedCtx]
 	flags   atomic.Uint32
 	inBatch bool
@@ -144,6 +145,18 @@ func (rc *reqCtx) end() {
 	if rc.armed.Load() != nil {
 		rc.cancel(context.Canceled)
 	}
+}
+
+// RequestFromContext returns the request that the handler given ctx (or
+// a context derived from it) is serving: its id, method and params, for
+// middleware and for protocols that need the id (MCP's progress and
+// logging). It returns nil for any other context. Like the *Request a
+// handler is given, it must not be kept after the handler returns.
+func RequestFromContext(ctx context.Context) *Request {
+	if rc, ok := ctx.Value(senderKey{}).(*reqCtx); ok {
+		return rc.req
+	}
+	return nil
 }
 
 // senderKey is the context key under which a handler's context holds its

@@ -576,6 +576,42 @@ func unescapeKey(quoted []byte) []byte {
 	return []byte(s)
 }
 
+// memberValue returns the value of the member called name in obj, a valid
+// JSON object, or nil if it has none (or obj is not an object). A name
+// written with escapes is not recognised.
+func memberValue(obj []byte, name string) []byte {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		kend, _, ok := scanString(obj, i)
+		if !ok {
+			return nil
+		}
+		key := obj[i+1 : kend-1]
+		i = skipSpace(obj, kend)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil
+		}
+		vstart := skipSpace(obj, i+1)
+		vend, ok := scanValue(obj, vstart)
+		if !ok {
+			return nil
+		}
+		if string(key) == name {
+			return obj[vstart:vend]
+		}
+		i = skipSpace(obj, vend)
+		if i >= len(obj) || obj[i] != ',' {
+			return nil
+		}
+		i = skipSpace(obj, i+1)
+	}
+	return nil
+}
+
 // lineKind says what a scanned line holds.
 type lineKind int
 

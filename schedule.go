@@ -161,42 +161,46 @@ func (u *unit) slow() bool {
 // buildUnit turns the scanned line into the tasks of u. Invalid entries
 // become tasks that carry their error; cancels inside a batch take effect
 // at once and become nothing; valid responses from the peer are dropped.
-func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind) {
+//
+// Messages of a batch that are not work for a handler (see route) are
+// routed when act is set, and skipped otherwise.
+func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
 	u.tasks = u.tasks[:0]
 	u.batch = kind == lineBatch
 	if kind == lineObject {
 		c.addTask(rs, u, &rs.env, false)
-		return
-	}
-	for i := range rs.batch {
-		e := &rs.batch[i]
-		if e.isCancel() {
-			c.cancelFrom(rs, e.params)
-			continue
+	} else {
+		for i := range rs.batch {
+			e := &rs.batch[i]
+			if c.route(rs, e, act) {
+				continue
+			}
+			c.addTask(rs, u, e, true)
 		}
-		c.addTask(rs, u, e, true)
+	}
+	for i := range u.tasks {
+		if rc := u.tasks[i].ctx; rc != nil {
+			rc.req = &u.tasks[i].req
+		}
 	}
 }
 
 // addTask appends the task for one envelope to u.
 func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	why := e.checkRequest()
-	if why != "" && e.object && e.method == nil && (e.result != nil || e.err != nil) {
-		if _, rwhy := e.response(); rwhy == "" {
-			c.log.Debug("jsonrpc: dropped a response sent to a server", slog.String("id", string(e.id)))
-			return
-		}
-	}
-	u.tasks = append(u.tasks, task{})
-	t := &u.tasks[len(u.tasks)-1]
 	if why != "" {
 		// The specification's examples fix the wire error to the bare
 		// code and message; the reason goes to the log.
 		c.log.Debug("jsonrpc: invalid request", slog.String("reason", why))
-		t.req.ID = ID{raw: rs.arena.str(e.replyID())}
-		t.preErr = ErrInvalidRequest
+		if c.quiet && (e.method == nil || e.id == nil || string(e.replyID()) == "null") {
+			return // a broken response, or nothing the peer could match an answer to
+		}
+		u.tasks = append(u.tasks, task{preErr: ErrInvalidRequest})
+		u.tasks[len(u.tasks)-1].req.ID = ID{raw: rs.arena.str(e.replyID())}
 		return
 	}
+	u.tasks = append(u.tasks, task{})
+	t := &u.tasks[len(u.tasks)-1]
 	t.method = rs.intern(methodName(e.method))
 	t.req.Method = t.method.name
 	if e.id != nil {
@@ -206,18 +210,23 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	t.ctx = rs.newCtx(c, t.req.ID.raw, inBatch)
 }
 
-// enqueue queues a copy of line for a worker, waiting while the queue is
-// full. Its requests are reachable by a cancel from then on.
+// unitOverhead is what a queued unit costs against the budget besides its
+// line: the unit, its tasks and contexts.
+const unitOverhead = 512
+
+// enqueue queues a copy of line for a worker. Its requests are reachable
+// by a cancel from then on.
 //
-// The reader waits first, while the queue is full or the line would take
-// the bytes held for the connection's requests past its budget (unless
-// nothing is held), so that a peer that sends faster than the handlers
-// answer, or stops reading the answers, meets backpressure.
-func (c *conn) enqueue(rs *readState, line []byte) {
-	cost := len(line)
+// The reader waits first while the line would take the bytes held for the
+// connection's requests past its budget (unless nothing is held), so that
+// a peer that sends faster than the handlers answer, or stops reading the
+// answers, meets backpressure. It never waits for a free slot as such:
+// reading goes on while handlers wait, so that the responses and cancels
+// they wait for still arrive.
+func (c *conn) enqueue(rs *readState, line []byte, act bool) {
+	cost := len(line) + unitOverhead
 	c.mu.Lock()
-	for !c.stopping.Load() && (len(c.queue) >= int(c.maxFlight) && c.running.Load() >= c.maxFlight ||
-		c.overBudget(cost)) {
+	for !c.stopping.Load() && c.overBudget(cost) {
 		c.cond.Wait()
 	}
 	c.held.Add(int64(cost))
@@ -227,7 +236,7 @@ func (c *conn) enqueue(rs *readState, line []byte) {
 	var kind lineKind
 	kind, rs.batch = scanLine(own, &rs.env, rs.batch, c.maxBatch)
 	u := &unit{cost: cost}
-	c.buildUnit(rs, u, kind)
+	c.buildUnit(rs, u, kind, act)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(u.tasks) == 0 || c.isAborted() {
@@ -537,7 +546,7 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	}
 	if old != 0 {
 		rc.end()
-		if old&flagAnswered != 0 {
+		if old&flagAnswered != 0 || c.cancelConv.Unanswered {
 			return nil, nil, false
 		}
 		return nil, ErrRequestCancelled, true
@@ -559,6 +568,9 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 		}
 	}
 	v, err := h.ServeJSONRPC(rc, &t.req)
+	if c.cancelConv.Unanswered && rc.flags.Load()&flagPeerCancelled != 0 {
+		return nil, nil, false // cancelled by the peer, which wants no answer
+	}
 	if err != nil {
 		if t.req.ID.IsZero() {
 			c.log.Debug("jsonrpc: notification handler failed",

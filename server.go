@@ -11,8 +11,7 @@ import (
 // Defaults for the limits of a [Server] whose fields are zero.
 const (
 	// DefaultMaxInFlight is the number of handlers that may run at once on
-	// one connection, and also the number of requests that may wait for a
-	// free slot before the server stops reading.
+	// one connection.
 	DefaultMaxInFlight = 64
 	// DefaultMaxBatch is the largest batch a server accepts.
 	DefaultMaxBatch = 10000
@@ -60,19 +59,32 @@ type Server struct {
 	MaxBatch int
 
 	// MaxInFlight bounds the handlers that run at once on a connection;
-	// zero means [DefaultMaxInFlight]. When every slot is taken, up to
-	// MaxInFlight more requests wait their turn while reading goes on (so
-	// a cancel still arrives); past that, the reader waits too.
+	// zero means [DefaultMaxInFlight]. When every slot is taken, more
+	// requests wait their turn in a queue while reading goes on (so
+	// cancels, and responses to the handlers' own calls to the peer,
+	// still arrive), up to MaxPendingBytes.
 	MaxInFlight int
 
 	// MaxPendingBytes is the byte budget of a connection: the requests
 	// that wait for a slot or run off the reading goroutine are counted
-	// by the size of the lines that hold them, and once they add up to
-	// more than MaxPendingBytes the server stops reading until some are
-	// answered. One line is always let through, so a connection holds at
-	// most MaxPendingBytes plus one message of requests, besides its read
-	// buffer. Zero means [DefaultMaxPendingBytes].
+	// by the size of the lines that hold them (plus 512 bytes each for a
+	// queued one), and once they add up to more than MaxPendingBytes the
+	// server stops reading until some are answered. One line is always
+	// let through, so a connection holds at most MaxPendingBytes plus one
+	// message of requests, besides its read buffer. Zero means
+	// [DefaultMaxPendingBytes].
 	MaxPendingBytes int
+
+	// Framing delimits messages on the connection; nil means
+	// [LineFraming] (one message per line). [HeaderFraming] is the
+	// Language Server Protocol's Content-Length headers.
+	Framing Framing
+
+	// Cancel is the cancel convention in both directions: the
+	// notification the peer sends to cancel a request, and the one sent
+	// when a handler's call to the peer (see [Call]) is cancelled. The
+	// zero value is LSP's "$/cancelRequest".
+	Cancel Cancellation
 
 	// HideErrorDetail withholds the "detail" (the error text) from the
 	// Internal error that a plain Go error or a panic becomes, for
@@ -126,12 +138,28 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // What a connection holds is bounded in bytes: see MaxMessageSize,
 // MaxBatch and MaxPendingBytes, and SECURITY.md for the whole account.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	c := newConn(s, ctx, r, w)
+	c := newConn(s.config(), ctx, r, w)
 	if !s.track(c) {
 		return ErrServerClosed
 	}
 	defer s.untrack(c)
 	return c.serve(ctx)
+}
+
+// config returns what the fields of s set up for a connection.
+func (s *Server) config() *config {
+	return &config{
+		handler:    s.Handler,
+		log:        s.Logger,
+		framing:    s.Framing,
+		cancel:     s.Cancel,
+		maxMessage: s.MaxMessageSize,
+		maxBatch:   s.MaxBatch,
+		maxFlight:  s.MaxInFlight,
+		budget:     s.MaxPendingBytes,
+		hideDetail: s.HideErrorDetail,
+		grace:      s.CancelGrace,
+	}
 }
 
 func (s *Server) track(c *conn) bool {

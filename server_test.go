@@ -970,14 +970,17 @@ func TestServeCancelQueuedBatchEntry(t *testing.T) {
 	})
 }
 
-// TestServeQueueFull checks that once MaxInFlight requests run and as many
-// wait, the reader waits too, and everything is answered in the end.
+// TestServeQueueFull checks that once MaxInFlight requests run and the
+// queue holds MaxPendingBytes, the reader waits too, and everything is
+// answered in the end. The budget fits the running request (handed off
+// from the reader, it counts its 64 KiB read buffer) and one queued request
+// (its 42-byte line and 512 bytes of overhead), not two.
 func TestServeQueueFull(t *testing.T) {
 	checkLeaks(t)
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var ran atomic.Int64
-		srv := &jsonrpc.Server{MaxInFlight: 1, Handler: jsonrpc.HandlerFunc(func(_ context.Context, r *jsonrpc.Request) (any, error) {
+		srv := &jsonrpc.Server{MaxInFlight: 1, MaxPendingBytes: 64<<10 + 800, Handler: jsonrpc.HandlerFunc(func(_ context.Context, r *jsonrpc.Request) (any, error) {
 			ran.Add(1)
 			if r.Method == "block" {
 				<-release

@@ -1,0 +1,589 @@
+package jsonrpc
+
+// This file holds the outgoing side of a connection: calls, notifications,
+// batches and streams sent to the peer, matched with their responses by
+// id as the read loop delivers them.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"log/slog"
+	"strconv"
+	"sync"
+)
+
+// pending is a call waiting for its response. Whoever takes it out of the
+// client's map (the reader with the response, or fail) sets err, decodes
+// the result into dest, and sends on done, once.
+type pending struct {
+	done chan struct{} // capacity 1
+	dest any           // where the result is decoded; nil to drop it
+	err  error
+
+	// For streams: items gathered by the reader, their size, and a
+	// signal for each.
+	stream bool
+	mu     sync.Mutex
+	items  [][]byte
+	size   int
+	signal chan struct{}
+}
+
+// call sends a request and waits for its response; see [Client.Call].
+func (c *conn) call(ctx context.Context, method string, params, result any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	p, _ := c.calls.Get().(*pending)
+	if p == nil {
+		p = &pending{done: make(chan struct{}, 1)}
+	}
+	p.dest = result
+	id, err := c.add(p)
+	if err != nil {
+		return err
+	}
+	err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+	if err != nil {
+		if c.drop(id) {
+			return c.sendErr(ctx, err)
+		}
+		<-p.done
+		return p.err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if c.abandon(id, p) {
+			p.dest = nil
+			c.calls.Put(p)
+			return ctx.Err()
+		}
+	}
+	err = p.err
+	p.dest, p.err = nil, nil
+	c.calls.Put(p)
+	return err
+}
+
+func appendCall(b []byte, id int64, method string, params []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":`...)
+	b = appendString(b, method)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// send adds one message, built by add, to the output and has it written.
+// When ctx can end, the write happens on a goroutine of the client's and
+// send returns once the message is buffered, or when ctx ends while the
+// buffer is full; otherwise the caller writes it.
+func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
+	if ctx.Done() == nil {
+		return c.out.append(add, true)
+	}
+	if err := c.out.appendCtx(ctx, add); err != nil {
+		return err
+	}
+	c.flushAsync()
+	return nil
+}
+
+// flushAsync has what is buffered written by a goroutine of the client's,
+// unless a write is in flight, which takes it along. A write error closes
+// the client.
+func (c *conn) flushAsync() {
+	if c.out.busy() {
+		return
+	}
+	c.goLive(func() {
+		if err := c.out.Flush(); err != nil {
+			c.abort(err)
+		}
+	})
+}
+
+// sendErr is the error for a message that send did not buffer.
+func (c *conn) sendErr(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return ctxErr
+	}
+	return c.closedErr(err)
+}
+
+// add registers p under a new id.
+func (c *conn) add(p *pending) (int64, error) {
+	id := c.ids.n.Add(1)
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.callErr != nil {
+		return 0, c.callErr
+	}
+	c.pending[id] = p
+	return id, nil
+}
+
+// drop forgets the call with id, and reports whether it was still
+// pending.
+func (c *conn) drop(id int64) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if _, ok := c.pending[id]; !ok {
+		return false
+	}
+	delete(c.pending, id)
+	return true
+}
+
+// abandon gives up waiting for the call with id, whose context ended. If
+// the call was still pending, it is forgotten, the peer is told, and
+// abandon reports true; if its response was already being delivered, it
+// waits for that delivery to end and reports false.
+func (c *conn) abandon(id int64, p *pending) bool {
+	if c.drop(id) {
+		c.sendCancel(id)
+		return true
+	}
+	<-p.done
+	return false
+}
+
+// sendCancel tells the peer that the call with id is cancelled, without
+// making the caller wait for the write.
+func (c *conn) sendCancel(id int64) {
+	if c.noCancel {
+		return
+	}
+	added := c.out.tryAppend(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","method":`...)
+		b = appendString(b, c.cancelConv.method())
+		b = append(b, `,"params":{`...)
+		b = appendString(b, c.cancelConv.idMember())
+		b = append(b, ':')
+		b = strconv.AppendInt(b, id, 10)
+		return append(b, "}}"...)
+	})
+	if added {
+		c.flushAsync()
+	} else {
+		c.log.Debug("jsonrpc: dropped a cancel notification: the peer is not reading", slog.Int64("id", id))
+	}
+}
+
+func (c *conn) closedErr(err error) error {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.callErr != nil {
+		return c.callErr
+	}
+	return &closedError{cause: err}
+}
+
+// notifyPeer sends a notification; see [Client.Notify].
+func (c *conn) notifyPeer(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	if err := c.callError(); err != nil {
+		return err
+	}
+	err = c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
+	if err != nil {
+		return c.sendErr(ctx, err)
+	}
+	return nil
+}
+
+// A BatchCall is one entry of a [Client.Batch].
+type BatchCall struct {
+	// Method and Params are the call's method and params, as for
+	// [Client.Call].
+	Method string
+	Params any
+	// Notify makes the entry a notification, which gets no response.
+	Notify bool
+	// Result, if not nil, receives the decoded result.
+	Result any
+	// Err is set by Batch: nil for a success, the *Error the peer
+	// answered with, or why the result could not be decoded.
+	Err error
+}
+
+// batch sends calls as one array and waits for their responses; see
+// [Client.Batch].
+func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
+	if len(calls) == 0 {
+		return errors.New("jsonrpc: empty batch")
+	}
+	// failAll gives every call that expects a response the error that
+	// ended the batch.
+	failAll := func(err error) error {
+		for _, bc := range calls {
+			if !bc.Notify {
+				bc.Err = err
+			}
+		}
+		return err
+	}
+	raws := make([][]byte, len(calls))
+	for i, bc := range calls {
+		raw, err := encodeParams(bc.Params)
+		if err != nil {
+			return err
+		}
+		raws[i] = raw
+	}
+	ids := make([]int64, len(calls))
+	ps := make([]*pending, len(calls))
+	for i, bc := range calls {
+		if bc.Notify {
+			continue
+		}
+		ps[i] = &pending{done: make(chan struct{}, 1), dest: bc.Result}
+		id, err := c.add(ps[i])
+		if err != nil {
+			c.dropAll(ids[:i])
+			return failAll(err)
+		}
+		ids[i] = id
+	}
+	err := c.send(ctx, func(b []byte) []byte {
+		b = append(b, '[')
+		for i, bc := range calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if bc.Notify {
+				b = appendRequest(b, "", bc.Method, raws[i])
+			} else {
+				b = appendCall(b, ids[i], bc.Method, raws[i])
+			}
+		}
+		return append(b, ']')
+	})
+	if err != nil {
+		c.dropAll(ids)
+		return failAll(c.sendErr(ctx, err))
+	}
+	var first error // the close that ended the batch, if any
+	for i, p := range ps {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			// Calls still waiting are cancelled and fail with ctx's
+			// error; a call whose response is being delivered keeps it.
+			for j := i; j < len(ps); j++ {
+				if ps[j] == nil {
+					continue
+				}
+				if c.abandon(ids[j], ps[j]) {
+					calls[j].Err = ctx.Err()
+				} else {
+					calls[j].Err = ps[j].err
+				}
+			}
+			return ctx.Err()
+		}
+		calls[i].Err = p.err
+		if errors.Is(p.err, ErrClosed) && first == nil {
+			first = p.err
+		}
+	}
+	return first
+}
+
+func (c *conn) dropAll(ids []int64) {
+	for _, id := range ids {
+		if id != 0 {
+			c.drop(id)
+		}
+	}
+}
+
+// stream calls a streaming method and returns its items; see
+// [Client.Stream].
+func (c *conn) stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		raw, err := encodeParams(params)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		p := &pending{done: make(chan struct{}, 1), stream: true, signal: make(chan struct{}, 1)}
+		id, err := c.add(p)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+		if err != nil {
+			c.drop(id)
+			yield(nil, c.sendErr(ctx, err))
+			return
+		}
+		for {
+			p.mu.Lock()
+			items := p.items
+			p.items = nil
+			p.mu.Unlock()
+			for _, item := range items {
+				if !yield(p.take(item), nil) {
+					if c.drop(id) {
+						c.sendCancel(id)
+					}
+					return
+				}
+			}
+			if len(items) > 0 {
+				continue
+			}
+			select {
+			case <-p.signal:
+				continue
+			case <-p.done:
+			case <-ctx.Done():
+				if c.abandon(id, p) {
+					yield(nil, ctx.Err())
+					return
+				}
+			}
+			// Done: deliver what came before the response, then the end.
+			p.mu.Lock()
+			items = p.items
+			p.items = nil
+			p.mu.Unlock()
+			for _, item := range items {
+				if !yield(p.take(item), nil) {
+					return
+				}
+			}
+			if p.err != nil {
+				yield(nil, p.err)
+			}
+			return
+		}
+	}
+}
+
+// take counts item, about to be handed to the range of a stream, out of
+// the stream's buffer, and returns it. Items stay counted until then, so
+// that those the range has not taken never pass MaxStreamBuffer.
+func (p *pending) take(item []byte) []byte {
+	p.mu.Lock()
+	p.size -= len(item)
+	p.mu.Unlock()
+	return item
+}
+
+// streamItem delivers a "$/stream" notification to its call, and reports
+// whether there was one.
+//
+// With act unset, it only reports whether the item is for a call of ours.
+func (c *conn) streamItem(params []byte, act bool) bool {
+	if len(params) == 0 || params[0] != '{' {
+		return false
+	}
+	id, ok := parseID(memberValue(params, "id"))
+	if !ok || id <= 0 || id > c.ids.n.Load() {
+		return false // the peer's own
+	}
+	if !act {
+		return true
+	}
+	c.pmu.Lock()
+	p := c.pending[id]
+	c.pmu.Unlock()
+	if p == nil || !p.stream {
+		// An item for a call of ours that has ended (a stream stopped
+		// early) is dropped.
+		return true
+	}
+	item := itemOf(params)
+	p.mu.Lock()
+	overflow := p.size > 0 && p.size+len(item) > c.streamBuffer
+	if !overflow {
+		p.items = append(p.items, item)
+		p.size += len(item)
+	}
+	p.mu.Unlock()
+	if overflow {
+		// The range has fallen too far behind: end the call, and tell
+		// the peer, rather than hold its items without limit.
+		if c.drop(id) {
+			c.sendCancel(id)
+			p.err = &streamOverflowError{limit: c.streamBuffer}
+			p.done <- struct{}{}
+		}
+		return true
+	}
+	select {
+	case p.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// itemOf returns a copy of the "item" member of stream params.
+func itemOf(params []byte) []byte {
+	var v struct {
+		Item json.RawMessage `json:"item"`
+	}
+	if json.Unmarshal(params, &v) != nil || v.Item == nil {
+		return []byte("null")
+	}
+	return v.Item
+}
+
+// parseID returns the number an id of ours was written as.
+func parseID(raw []byte) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, d := range raw {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	return n, true
+}
+
+// deliver hands a response to the call it answers.
+func (c *conn) deliver(e *envelope) {
+	resp, why := e.response()
+	if why != "" {
+		c.log.Debug("jsonrpc: dropped an invalid response", slog.String("reason", why))
+		return
+	}
+	id, ok := parseID(e.id)
+	var p *pending
+	if ok {
+		c.pmu.Lock()
+		p = c.pending[id]
+		delete(c.pending, id)
+		c.pmu.Unlock()
+	}
+	if p == nil {
+		if c.onUnknown != nil {
+			resp.ID = ID{raw: string(e.id)}
+			if resp.Result != nil {
+				resp.Result = append(json.RawMessage(nil), resp.Result...)
+			}
+			c.onUnknown(&resp)
+		} else {
+			c.log.Debug("jsonrpc: dropped a response with an unknown id", slog.String("id", string(e.id)))
+		}
+		return
+	}
+	// The caller waits for done, so its result is ours to fill.
+	switch {
+	case resp.Error != nil:
+		p.err = resp.Error
+	case p.dest != nil:
+		p.err = decodeResult(resp.Result, p.dest)
+	}
+	p.done <- struct{}{}
+}
+
+// decodeResult decodes a result, already validated as JSON, into dest as
+// json.Unmarshal would. The commonest destinations with a plain value take
+// a shorter way; anything else, or anything unusual, goes to encoding/json.
+func decodeResult(raw []byte, dest any) error {
+	switch d := dest.(type) {
+	case *json.RawMessage:
+		*d = append((*d)[:0], raw...)
+		return nil
+	case *int:
+		if n, err := strconv.ParseInt(string(raw), 10, strconv.IntSize); err == nil {
+			*d = int(n)
+			return nil
+		}
+	case *int64:
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			*d = n
+			return nil
+		}
+	case *float64:
+		if len(raw) > 0 && raw[0] != 'n' && raw[0] != '"' && raw[0] != 't' && raw[0] != 'f' {
+			if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+				*d = f
+				return nil
+			}
+		}
+	case *string:
+		if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+			*d = string(raw[1 : len(raw)-1])
+			return nil
+		}
+	case *bool:
+		switch string(raw) {
+		case "true":
+			*d = true
+			return nil
+		case "false":
+			*d = false
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dest)
+}
+
+// callError returns the error that closed the connection for calls, or nil.
+func (c *conn) callError() error {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	return c.callErr
+}
+
+// failCalls ends the outgoing side with cause: every call in flight, and
+// every later one, fails with an error wrapping ErrClosed and cause.
+func (c *conn) failCalls(cause error) {
+	c.pmu.Lock()
+	if c.callErr != nil {
+		c.pmu.Unlock()
+		return
+	}
+	c.callErr = &closedError{cause: cause}
+	ps := c.pending
+	c.pending = make(map[int64]*pending)
+	c.pmu.Unlock()
+	for _, p := range ps {
+		p.err = c.callErr
+		p.done <- struct{}{}
+	}
+}
+
+// Call calls method on the peer of the connection that ctx belongs to,
+// from inside a handler, and waits for the response, as [Client.Call]
+// does: params must encode as a JSON object or array (or be nil), and the
+// result is decoded into result (nil to drop it). The answer is routed to
+// this call by the connection's read loop, which never waits for a
+// handler slot, so handlers that call the peer cannot starve each other.
+//
+// ctx is the handler's context, or one derived from it: when the
+// handler's request is cancelled, or the connection stops, the call ends
+// with ctx's error and the peer is sent the connection's cancel
+// notification. Outside a handler, Call returns [ErrNoConnection].
+func Call(ctx context.Context, method string, params, result any) error {
+	rc, ok := ctx.Value(senderKey{}).(*reqCtx)
+	if !ok {
+		return ErrNoConnection
+	}
+	return rc.conn.call(ctx, method, params, result)
+}
