@@ -9,7 +9,10 @@
 // into a handler, decoding the params into its argument; [Stream] turns a
 // function that produces a sequence into a handler whose items go out as
 // they come. [Server.Serve] (or [Serve]) reads requests from a stream and
-// writes the responses; [Client] calls the other side.
+// writes the responses; [Client] calls the other side; [Conn] does both on
+// one connection. All three are faces of one engine: whichever face holds
+// a connection, a handler can call the peer with [Call] and send it
+// notifications with [Notify].
 //
 //	mux := new(jsonrpc.Mux)
 //	mux.Handle("subtract", jsonrpc.Func(func(ctx context.Context, p [2]int) (int, error) {
@@ -30,14 +33,43 @@
 // JSON that is not a valid request gets an Invalid Request error (-32600),
 // which echoes the request's id when that id is itself valid.
 //
-// A server does not answer valid Response objects that reach it (it has no
-// calls of its own to match them to); they are logged at Debug and
-// dropped, alone or inside a batch.
+// A valid Response object that reaches a connection goes to the call it
+// answers, made with [Call], [Client.Call] or [Conn.Call]; one that
+// answers no call is logged at Debug and dropped (or given to
+// OnUnknownResponse), alone or inside a batch, and never answered.
 //
 // Batches are supported: an array of requests gets an array of responses,
 // one per request that is not a notification, in the order of the
 // requests; a batch of notifications only gets no output at all, and an
 // empty array gets a single Invalid Request error.
+//
+// # Two-way connections
+//
+// The protocols run over JSON-RPC on stdio call in both directions: an MCP
+// server asks its client for roots/list, an LSP server asks the editor for
+// workspace/configuration. A handler does so with [Call] on its own
+// context, and waits:
+//
+//	mux.Handle("tools/call", jsonrpc.Func(func(ctx context.Context, p callParams) (result, error) {
+//		var roots struct{ Roots []struct{ URI string } }
+//		if err := jsonrpc.Call(ctx, "roots/list", nil, &roots); err != nil {
+//			return result{}, err
+//		}
+//		...
+//	}))
+//
+// The answer is routed to the call by the read loop, which reads and
+// delivers responses whatever the handlers do: handlers waiting on the
+// peer never keep its answers out, however many wait. If the handler's
+// request is cancelled, its calls are cancelled too and the peer is told.
+// [RequestFromContext] gives a handler (or middleware, see [Mux.Use]) the
+// id and method it serves, which MCP's progress notifications need.
+//
+// Each protocol has its own cancel notification: [Cancellation] names its
+// method, the member of its params that holds the id, and whether a
+// cancelled request is answered. The zero value is LSP's; MCP's is
+// Cancellation{Method: "notifications/cancelled", IDMember: "requestId",
+// Unanswered: true}.
 //
 // # Framing
 //
@@ -49,6 +81,10 @@
 // is read, without being held in memory, answered with an Invalid Request
 // error, and reading goes on at the next line. [LineReader] and
 // [LineWriter] expose the framing on its own.
+//
+// Other framings plug in through [Framing]: [HeaderFraming] is LSP's base
+// protocol (a Content-Length header, a blank line, then the body), set
+// with Server.Framing, ClientOptions.Framing or ConnOptions.Framing.
 //
 // # Errors
 //
@@ -65,7 +101,8 @@
 //
 // A server runs requests concurrently, up to [Server.MaxInFlight] at a
 // time on each connection, so responses to separate lines may come in any
-// order; the client matches them by id. A handler starts on the reading
+// order; the client matches them by id. More requests wait in a queue,
+// bounded in bytes by [Server.MaxPendingBytes], while reading goes on. A handler starts on the reading
 // goroutine; if it runs for more than about a millisecond, reading moves
 // to a fresh goroutine, so a slow handler never stops reading and a cancel
 // can always arrive.
@@ -73,7 +110,8 @@
 // # Cancellation
 //
 // The notification {"jsonrpc":"2.0","method":"$/cancelRequest",
-// "params":{"id":X}} cancels the context of request X. A handler that
+// "params":{"id":X}} (or the one that [Cancellation] names) cancels the
+// context of request X, whenever it comes. A handler that
 // returns an error because of that is answered with
 // [CodeRequestCancelled] (-32800); a request still waiting for a slot when
 // its cancel arrives never runs and is answered with -32800 at once. A
