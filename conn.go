@@ -548,16 +548,23 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 		}
 		return true
 	}
-	if e.id != nil || e.checkRequest() != "" {
+	if e.id != nil {
+		return false
+	}
+	// A notification: only three kinds are routed, so the common one is
+	// ruled out by its method before the envelope is checked.
+	cancel := string(e.method) == c.cancelQuoted
+	item := !cancel && string(e.method) == `"`+StreamMethod+`"`
+	if !cancel && !item && c.onNotify == nil || e.checkRequest() != "" {
 		return false
 	}
 	switch {
-	case string(e.method) == c.cancelQuoted:
+	case cancel:
 		if act {
 			c.cancelFrom(rs, e.params)
 		}
 		return true
-	case string(e.method) == `"`+StreamMethod+`"` && c.streamItem(e.params, act):
+	case item && c.streamItem(e.params, act):
 		return true
 	case c.onNotify != nil:
 		if act {
