@@ -101,7 +101,7 @@ func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
 // unless a write is in flight, which takes it along. A write error closes
 // the client.
 func (c *conn) flushAsync() {
-	if c.out.busy() {
+	if !c.out.pending() {
 		return
 	}
 	c.goLive(func() {
@@ -128,7 +128,21 @@ func (c *conn) add(p *pending) (int64, error) {
 		return 0, c.callErr
 	}
 	c.pending[id] = p
+	if c.budgetWait.Load() {
+		// The reader waits for room in the budget: it must read on now,
+		// or this call's answer could never come.
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
 	return id, nil
+}
+
+// awaitingPeer reports whether any call of this side awaits its answer.
+func (c *conn) awaitingPeer() bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	return len(c.pending) > 0
 }
 
 // drop forgets the call with id, and reports whether it was still

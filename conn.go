@@ -4,6 +4,7 @@ package jsonrpc
 // abort) and the read loop that turns each line into work.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -113,6 +114,8 @@ type conn struct {
 	running atomic.Int32              // slots taken by units running
 	held    atomic.Int64              // bytes of the units queued or running off the reader; changed under mu
 
+	budgetWait atomic.Bool // the reader waits for room in the budget
+
 	mu       sync.Mutex
 	cond     sync.Cond // the queue shrank, or reading stops
 	queue    []*unit
@@ -201,6 +204,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	c.in.beforeRead = c.beforeRead
 	c.in.afterRead = c.afterRead
+	c.out.kick = c.flushFromReader
 	return c
 }
 
@@ -254,6 +258,22 @@ func (c *conn) serve(ctx context.Context) error {
 		return ErrServerClosed
 	}
 	return err
+}
+
+// flushFromReader has the buffered output written, for the reading
+// goroutine. A reader that waits in Write could deadlock with a peer whose
+// reader does the same: neither would read again. The peer's reader
+// writes only to answer this side's requests, so while this side has never
+// called the peer, the reader writes itself, the fastest way; from its
+// first call on, the write goes to another goroutine.
+func (c *conn) flushFromReader() {
+	if c.ids.n.Load() == 0 {
+		if err := c.out.Flush(); err != nil {
+			c.abort(err)
+		}
+		return
+	}
+	c.flushAsync()
 }
 
 // goLive runs f on a goroutine that the connection waits for before it
@@ -370,14 +390,12 @@ func (c *conn) isAborted() bool {
 	}
 }
 
-// beforeRead runs when the reader is about to block in Read: it flushes
-// the responses gathered so far, lets go of large scratch space, and lets
-// the watchdog rest. It reports false, and the read does not happen, once
-// reading has stopped.
+// beforeRead runs when the reader is about to block in Read: it has the
+// responses gathered so far written (see flushFromReader), lets go of
+// large scratch space, and lets the watchdog rest. It reports false, and
+// the read does not happen, once reading has stopped.
 func (c *conn) beforeRead() bool {
-	if err := c.out.Flush(); err != nil {
-		c.abort(err)
-	}
+	c.flushFromReader()
 	c.reader.Load().trim()
 	c.mu.Lock()
 	c.parked = true
@@ -414,9 +432,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 	}
 	for {
 		if c.stopping.Load() {
-			if err := c.out.Flush(); err != nil {
-				c.abort(err)
-			}
+			c.flushAsync()
 			return
 		}
 		line, err := c.in.ReadMessage()
@@ -449,9 +465,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 			if c.ended != nil {
 				c.endOnce.Do(func() { close(c.ended) })
 			}
-			if err := c.out.Flush(); err != nil {
-				c.abort(err)
-			}
+			c.flushAsync()
 			return
 		}
 		if !c.handleLine(rs, line) {
@@ -553,8 +567,12 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 	}
 	// A notification: only three kinds are routed, so the common one is
 	// ruled out by its method before the envelope is checked.
-	cancel := string(e.method) == c.cancelQuoted
-	item := !cancel && string(e.method) == `"`+StreamMethod+`"`
+	name := e.method
+	if bytes.IndexByte(name, '\\') >= 0 {
+		name = appendString(nil, string(methodName(name))) // written with escapes
+	}
+	cancel := string(name) == c.cancelQuoted
+	item := !cancel && string(name) == `"`+StreamMethod+`"`
 	if !cancel && !item && c.onNotify == nil || e.checkRequest() != "" {
 		return false
 	}
@@ -606,7 +624,7 @@ func (c *conn) cancelFrom(rs *readState, params []byte) {
 			if rc.flags.Or(flagAnswered)&flagStarted == 0 {
 				c.settle(rc)
 				if !c.cancelConv.Unanswered {
-					c.writeAnswer(rc.id, nil, ErrRequestCancelled, true)
+					c.writeAnswer(rc.id, nil, ErrRequestCancelled, false)
 				}
 			}
 		}

@@ -32,6 +32,11 @@ const (
 	// (through "$/cancelRequest") before it completed. It is the value the
 	// Language Server Protocol uses.
 	CodeRequestCancelled Code = -32800
+	// CodeOverloaded means the connection refused a request it had no
+	// room for: its byte budget (see [Server.MaxPendingBytes]) was spent
+	// while its own calls to the peer awaited answers, so it could
+	// neither stop reading nor hold more. The request may be retried.
+	CodeOverloaded Code = -32090
 
 	// CodeServerErrorMin and CodeServerErrorMax bound the range that the
 	// specification reserves for implementation-defined server errors.
@@ -55,6 +60,8 @@ func (c Code) String() string {
 		return "Internal error"
 	case CodeRequestCancelled:
 		return "Request cancelled"
+	case CodeOverloaded:
+		return "Overloaded"
 	}
 	if c >= CodeServerErrorMin && c <= CodeServerErrorMax {
 		return "Server error " + strconv.Itoa(int(c))
@@ -121,6 +128,7 @@ var (
 	ErrInvalidParams    = &Error{Code: CodeInvalidParams, Message: "Invalid params"}
 	ErrInternal         = &Error{Code: CodeInternalError, Message: "Internal error"}
 	ErrRequestCancelled = &Error{Code: CodeRequestCancelled, Message: "Request cancelled"}
+	ErrOverloaded       = &Error{Code: CodeOverloaded, Message: "Overloaded"}
 )
 
 // ErrClosed is returned by the operations of a [Client] or [Server] that

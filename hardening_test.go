@@ -640,9 +640,6 @@ func TestHardeningWriteError(t *testing.T) {
 		{"many lines, one byte at a time", func() io.Reader {
 			return iotest.OneByteReader(strings.NewReader(strings.Repeat(one+"\n", 20)))
 		}, 1},
-		{"second write", func() io.Reader {
-			return iotest.OneByteReader(strings.NewReader(one + "\n" + one + "\n" + one + "\n"))
-		}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -652,6 +649,32 @@ func TestHardeningWriteError(t *testing.T) {
 			assert.ErrorIs(t, err, errWrite)
 		})
 	}
+
+	t.Run("second write", func(t *testing.T) {
+		// The first answer is written; the second write fails.
+		srv := &jsonrpc.Server{Handler: specMux()}
+		pr, pw := io.Pipe()
+		t.Cleanup(func() { pw.Close() })
+		w := &hardWriter{ok: 1, err: errWrite}
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(t.Context(), pr, w) }()
+		_, err := io.WriteString(pw, one+"\n")
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.ok == 0
+		}, stopTimeout, time.Millisecond, "the first answer to be written")
+		_, err = io.WriteString(pw, one+"\n")
+		require.NoError(t, err)
+		select {
+		case err := <-errc:
+			assert.ErrorIs(t, err, errWrite)
+		case <-time.After(stopTimeout):
+			pw.Close()
+			t.Errorf("Serve did not return after a write error; it returned %v once its input closed", <-errc)
+		}
+	})
 
 	t.Run("input still open", func(t *testing.T) {
 		// The write fails while the peer keeps its end open: Serve must

@@ -577,8 +577,8 @@ func unescapeKey(quoted []byte) []byte {
 }
 
 // memberValue returns the value of the member called name in obj, a valid
-// JSON object, or nil if it has none (or obj is not an object). A name
-// written with escapes is not recognised.
+// JSON object, or nil if it has none (or obj is not an object). Names are
+// compared as decoded.
 func memberValue(obj []byte, name string) []byte {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
@@ -586,11 +586,14 @@ func memberValue(obj []byte, name string) []byte {
 	}
 	i = skipSpace(obj, i+1)
 	for i < len(obj) && obj[i] == '"' {
-		kend, _, ok := scanString(obj, i)
+		kend, escaped, ok := scanString(obj, i)
 		if !ok {
 			return nil
 		}
 		key := obj[i+1 : kend-1]
+		if escaped {
+			key = unescapeKey(obj[i:kend])
+		}
 		i = skipSpace(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return nil

@@ -227,7 +227,16 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	cost := len(line) + unitOverhead
 	c.mu.Lock()
 	for !c.stopping.Load() && c.overBudget(cost) {
+		if c.awaitingPeer() {
+			// Waiting would keep out the answers that the handlers
+			// holding the budget wait for: refuse the line instead.
+			c.mu.Unlock()
+			c.refuse(rs, line, act)
+			return
+		}
+		c.budgetWait.Store(true)
 		c.cond.Wait()
+		c.budgetWait.Store(false)
 	}
 	c.held.Add(int64(cost))
 	c.mu.Unlock()
@@ -259,6 +268,22 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	}
 	c.running.Add(-1)
 	c.queue = append(c.queue, u)
+}
+
+// refuse answers the requests of line with [ErrOverloaded] instead of
+// running them; what route takes (responses, cancels) it still routes.
+func (c *conn) refuse(rs *readState, line []byte, act bool) {
+	u := &unit{}
+	var kind lineKind
+	kind, rs.batch = scanLine(line, &rs.env, rs.batch, c.maxBatch)
+	c.buildUnit(rs, u, kind, act)
+	for i := range u.tasks {
+		if u.tasks[i].preErr == nil {
+			u.tasks[i].preErr = ErrOverloaded
+		}
+	}
+	c.log.Debug("jsonrpc: refused requests over the byte budget while awaiting the peer")
+	c.runUnit(u, rs)
 }
 
 // work runs queued units until there are none, then gives up its slot.

@@ -252,6 +252,12 @@ type LineWriter struct {
 	mode    uint8
 	framing Framing
 	scratch []byte
+
+	// kick, if set, is called instead of writing on the caller's
+	// goroutine when a line added without flush fills the buffer past
+	// flushThreshold: a connection's reader must never block in Write,
+	// or two peers that both write could wait on each other for ever.
+	kick func()
 }
 
 const (
@@ -308,11 +314,25 @@ func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 	} else {
 		lw.buf = lw.appendFramed(lw.buf, add)
 	}
-	if !flush && len(lw.buf) < flushThreshold {
-		lw.mu.Unlock()
-		return nil
+	if !flush {
+		over := len(lw.buf) >= flushThreshold
+		if kick := lw.kick; !over || kick != nil {
+			lw.mu.Unlock()
+			if over {
+				kick() // the owner writes on a goroutine of its own
+			}
+			return nil
+		}
 	}
 	return lw.flushLocked()
+}
+
+// pending reports whether there is buffered output that no write in
+// flight will take along.
+func (lw *LineWriter) pending() bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.err == nil && !lw.writing && len(lw.buf) > 0
 }
 
 // appendCtx adds one line, built by add, to the buffer, without writing
