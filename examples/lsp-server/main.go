@@ -1,0 +1,174 @@
+// Command lsp-server is a small Language Server Protocol server on its
+// standard input and output, with LSP's Content-Length framing, built on
+// package jsonrpc alone.
+//
+// It answers initialize, textDocument/hover and workspace/executeCommand.
+// A hover asks the editor for the "example" section of its settings with
+// workspace/configuration, a call from the server to the editor on the
+// same connection, and shows its "greeting". The command "example.count"
+// counts to n (default 50), 20 ms a step, reports work done progress on
+// $/progress when the editor gives a workDoneToken, and stops when the
+// editor sends $/cancelRequest, which is answered with -32800. Cancelling
+// a hover cancels its call to the editor too.
+//
+// It follows LSP's lifecycle: after shutdown every request is refused, and
+// the exit notification (or the end of the input) ends the server, with
+// status 0 if shutdown came first and 1 if not. Logs go to standard error.
+//
+// Build it, and point an editor's LSP client, one that starts its server
+// as a child process, at the binary:
+//
+//	go build -o lsp-server ./examples/lsp-server
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+var logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+// A server holds the state of the one session on standard input and output.
+type server struct {
+	configuration atomic.Bool // the editor answers workspace/configuration
+	shutdown      atomic.Bool // shutdown has come
+}
+
+type initializeParams struct {
+	Capabilities struct {
+		Workspace struct {
+			Configuration bool `json:"configuration"`
+		} `json:"workspace"`
+	} `json:"capabilities"`
+}
+
+func (s *server) initialize(ctx context.Context, p initializeParams) (any, error) {
+	s.configuration.Store(p.Capabilities.Workspace.Configuration)
+	return map[string]any{
+		"capabilities": map[string]any{
+			"hoverProvider":          true,
+			"executeCommandProvider": map[string]any{"commands": []string{"example.count"}},
+		},
+		"serverInfo": map[string]string{"name": "jsonrpc-example", "version": "1.0.0"},
+	}, nil
+}
+
+type hoverParams struct {
+	TextDocument struct {
+		URI string `json:"uri"`
+	} `json:"textDocument"`
+	Position struct {
+		Line      int `json:"line"`
+		Character int `json:"character"`
+	} `json:"position"`
+}
+
+type settings struct {
+	Greeting string `json:"greeting"`
+}
+
+func (s *server) hover(ctx context.Context, p hoverParams) (any, error) {
+	greeting := "Hello"
+	if s.configuration.Load() {
+		var cfg []settings // one per item asked for
+		items := []map[string]string{{"scopeUri": p.TextDocument.URI, "section": "example"}}
+		err := jsonrpc.Call(ctx, "workspace/configuration", map[string]any{"items": items}, &cfg)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err() // the hover was cancelled, and so was the call
+		case err != nil:
+			// Not the editor's error as the hover's: keep the default.
+			logger.Warn("workspace/configuration", "err", err)
+		case len(cfg) == 1 && cfg[0].Greeting != "":
+			greeting = cfg[0].Greeting
+		}
+	}
+	text := fmt.Sprintf("%s from %s:%d:%d", greeting, p.TextDocument.URI, p.Position.Line+1, p.Position.Character+1)
+	return map[string]any{"contents": map[string]string{"kind": "plaintext", "value": text}}, nil
+}
+
+type commandParams struct {
+	Command       string          `json:"command"`
+	Arguments     []int           `json:"arguments"`
+	WorkDoneToken json.RawMessage `json:"workDoneToken"` // a string or a number
+}
+
+func (s *server) executeCommand(ctx context.Context, p commandParams) (int, error) {
+	if p.Command != "example.count" {
+		return 0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "unknown command %q", p.Command)
+	}
+	n := 50
+	if len(p.Arguments) > 0 {
+		n = p.Arguments[0]
+	}
+	if n < 0 || n > 1000 {
+		return 0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "example.count: n is %d, not between 0 and 1000", n)
+	}
+	progress := func(value map[string]any) error {
+		if p.WorkDoneToken == nil {
+			return nil
+		}
+		return jsonrpc.Notify(ctx, "$/progress", map[string]any{"token": p.WorkDoneToken, "value": value})
+	}
+	if err := progress(map[string]any{"kind": "begin", "title": "Counting", "cancellable": true}); err != nil {
+		return 0, err
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := 1; i <= n; i++ {
+		select {
+		case <-ctx.Done():
+			logger.Info("count cancelled", "step", i, "of", n)
+			return 0, ctx.Err() // answered with -32800
+		case <-tick.C:
+		}
+		if err := progress(map[string]any{"kind": "report", "message": fmt.Sprintf("%d/%d", i, n), "percentage": 100 * i / n}); err != nil {
+			return 0, err
+		}
+	}
+	return n, progress(map[string]any{"kind": "end"})
+}
+
+// gate refuses every request after shutdown, as LSP requires.
+func (s *server) gate(h jsonrpc.Handler) jsonrpc.Handler {
+	return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		if s.shutdown.Load() && req.Method != "exit" {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%s after shutdown", req.Method)
+		}
+		return h.ServeJSONRPC(ctx, req)
+	})
+}
+
+func main() {
+	ctx, exit := context.WithCancel(context.Background())
+	s := new(server)
+	mux := new(jsonrpc.Mux)
+	mux.Handle("initialize", jsonrpc.Func(s.initialize))
+	mux.HandleFunc("initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
+	mux.Handle("textDocument/hover", jsonrpc.Func(s.hover))
+	mux.Handle("workspace/executeCommand", jsonrpc.Func(s.executeCommand))
+	mux.HandleFunc("shutdown", func(context.Context, *jsonrpc.Request) (any, error) {
+		s.shutdown.Store(true)
+		return nil, nil
+	})
+	mux.HandleFunc("exit", func(context.Context, *jsonrpc.Request) (any, error) {
+		exit() // Serve stops reading and returns
+		return nil, nil
+	})
+
+	srv := &jsonrpc.Server{Handler: s.gate(mux), Logger: logger, Framing: jsonrpc.HeaderFraming{}}
+	if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
+		logger.Error("serve", "err", err) // not stopped by exit
+		os.Exit(1)
+	}
+	if !s.shutdown.Load() {
+		os.Exit(1)
+	}
+}
