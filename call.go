@@ -123,26 +123,24 @@ func (c *conn) sendErr(ctx context.Context, err error) error {
 func (c *conn) add(p *pending) (int64, error) {
 	id := c.ids.n.Add(1)
 	c.pmu.Lock()
-	defer c.pmu.Unlock()
 	if c.callErr != nil {
-		return 0, c.callErr
+		err := c.callErr
+		c.pmu.Unlock()
+		return 0, err
 	}
 	c.pending[id] = p
+	c.awaiting.Store(int64(len(c.pending)))
+	c.pmu.Unlock()
+	// Stored before budgetWait is read, as enqueue stores budgetWait
+	// before it reads awaiting: one of the two sees the other. A reader
+	// waiting for room in the budget must read on now, or this call's
+	// answer could never come.
 	if c.budgetWait.Load() {
-		// The reader waits for room in the budget: it must read on now,
-		// or this call's answer could never come.
 		c.mu.Lock()
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}
 	return id, nil
-}
-
-// awaitingPeer reports whether any call of this side awaits its answer.
-func (c *conn) awaitingPeer() bool {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	return len(c.pending) > 0
 }
 
 // drop forgets the call with id, and reports whether it was still
@@ -154,6 +152,7 @@ func (c *conn) drop(id int64) bool {
 		return false
 	}
 	delete(c.pending, id)
+	c.awaiting.Store(int64(len(c.pending)))
 	return true
 }
 
@@ -491,6 +490,7 @@ func (c *conn) deliver(e *envelope) {
 		c.pmu.Lock()
 		p = c.pending[id]
 		delete(c.pending, id)
+		c.awaiting.Store(int64(len(c.pending)))
 		c.pmu.Unlock()
 	}
 	if p == nil {
@@ -576,6 +576,7 @@ func (c *conn) failCalls(cause error) {
 	c.callErr = &closedError{cause: cause}
 	ps := c.pending
 	c.pending = make(map[int64]*pending)
+	c.awaiting.Store(0)
 	c.pmu.Unlock()
 	for _, p := range ps {
 		p.err = c.callErr
@@ -591,9 +592,12 @@ func (c *conn) failCalls(cause error) {
 // handler slot, so handlers that call the peer cannot starve each other.
 //
 // ctx is the handler's context, or one derived from it: when the
-// handler's request is cancelled, or the connection stops, the call ends
-// with ctx's error and the peer is sent the connection's cancel
-// notification. Outside a handler, Call returns [ErrNoConnection].
+// handler's request is cancelled, the call ends with ctx's error and the
+// peer is sent the connection's cancel notification; when the connection
+// stops, it ends with an error wrapping [ErrClosed]. An error the peer
+// answers with comes back as an *Error with the peer's code: return it
+// from the handler only if that code suits your own caller too. Outside a
+// handler, Call returns [ErrNoConnection].
 func Call(ctx context.Context, method string, params, result any) error {
 	rc, ok := ctx.Value(senderKey{}).(*reqCtx)
 	if !ok {

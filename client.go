@@ -31,7 +31,8 @@ type ClientOptions struct {
 	// notification), at most MaxInFlight at once, the rest queued up to
 	// MaxPendingBytes; Close waits for them up to CancelGrace. A Handler
 	// may call the peer with [Call]: responses are read whatever the
-	// handlers do.
+	// handlers do. When OnNotify is set, notifications go to it, not to
+	// Handler.
 	Handler Handler
 
 	// MaxInFlight and MaxPendingBytes bound the Handler calls, as the
@@ -107,7 +108,6 @@ const DefaultMaxStreamBuffer = 16 << 20
 // that read (see [NewClient]); Close stops them.
 type Client struct {
 	c         *conn
-	done      chan struct{} // closed when the connection has ended
 	closeOnce sync.Once
 }
 
@@ -144,7 +144,7 @@ func (o *ClientOptions) config() *config {
 // CancelGrace to finish. If r is an io.Closer, Close closes it; otherwise
 // a goroutine blocked in Read ends when that Read returns.
 func NewClient(r io.Reader, w io.Writer, opts *ClientOptions) *Client {
-	return &Client{c: startConn(opts.config(), r, w), done: nil}
+	return &Client{c: startConn(opts.config(), r, w)}
 }
 
 // startConn makes a connection and serves it on a goroutine of its own.

@@ -114,7 +114,8 @@ type conn struct {
 	running atomic.Int32              // slots taken by units running
 	held    atomic.Int64              // bytes of the units queued or running off the reader; changed under mu
 
-	budgetWait atomic.Bool // the reader waits for room in the budget
+	budgetWait atomic.Bool  // the reader waits for room in the budget
+	awaiting   atomic.Int64 // calls of this side awaiting answers: len(pending)
 
 	mu       sync.Mutex
 	cond     sync.Cond // the queue shrank, or reading stops
@@ -445,7 +446,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 				if c.quiet {
 					c.log.Debug("jsonrpc: dropped a message over the size limit")
 				} else {
-					c.writeError(nullID, limitError("message too large", c.in.max), false)
+					c.writeError(nullID, limitError("message too large", c.in.max))
 				}
 				continue
 			}
@@ -454,7 +455,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 				if c.quiet {
 					c.log.Debug("jsonrpc: dropped a message with a bad header", slog.Any("error", err))
 				} else {
-					c.writeError(nullID, ErrParse, false)
+					c.writeError(nullID, ErrParse)
 				}
 				continue
 			}
@@ -486,13 +487,13 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	}
 	switch kind {
 	case lineInvalidJSON:
-		c.writeError(nullID, ErrParse, false)
+		c.writeError(nullID, ErrParse)
 		return true
 	case lineOther, lineEmptyBatch:
-		c.writeError(nullID, ErrInvalidRequest, false)
+		c.writeError(nullID, ErrInvalidRequest)
 		return true
 	case lineBatchTooLong:
-		c.writeError(nullID, limitError("batch too long", c.maxBatch), false)
+		c.writeError(nullID, limitError("batch too long", c.maxBatch))
 		return true
 	case lineObject:
 		if c.route(rs, &rs.env, true) {
@@ -624,7 +625,7 @@ func (c *conn) cancelFrom(rs *readState, params []byte) {
 			if rc.flags.Or(flagAnswered)&flagStarted == 0 {
 				c.settle(rc)
 				if !c.cancelConv.Unanswered {
-					c.writeAnswer(rc.id, nil, ErrRequestCancelled, false)
+					c.writeError([]byte(rc.id), ErrRequestCancelled)
 				}
 			}
 		}

@@ -67,6 +67,8 @@ func (m *Mux) Handle(method string, h Handler) {
 // called, not on every request, so a server keeps its fast path for a Mux.
 // Requests for a method with no handler are answered [ErrMethodNotFound]
 // without passing through middleware. Use panics on a nil middleware.
+// Middleware runs while the Mux is locked: it must not call the Mux's
+// Handle or Use.
 //
 // A middleware sees each request's id and method in req, and can reach
 // them from any context derived from the handler's with
@@ -103,7 +105,8 @@ func (m *Mux) HandleFunc(method string, f func(ctx context.Context, req *Request
 	m.Handle(method, HandlerFunc(f))
 }
 
-// Handler returns the handler registered for method, or nil.
+// Handler returns the handler registered for method, wrapped in the
+// middleware added with Use, or nil.
 func (m *Mux) Handler(method string) Handler {
 	if m == nil {
 		return nil

@@ -133,9 +133,8 @@ func (c *conn) writeAnswer(id string, result []byte, werr *Error, flush bool) {
 	}
 }
 
-func (c *conn) writeError(id []byte, e *Error, flush bool) {
-	err := c.out.append(func(b []byte) []byte { return appendErrorResponse(b, id, e) }, flush)
-	if err != nil {
-		c.abort(err)
-	}
+// writeError writes an error answer from the reading goroutine, which
+// does not wait for room in the output (see LineWriter.appendNow).
+func (c *conn) writeError(id []byte, e *Error) {
+	c.out.appendNow(func(b []byte) []byte { return appendErrorResponse(b, id, e) })
 }

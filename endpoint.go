@@ -134,7 +134,7 @@ func (c *Conn) Stream(ctx context.Context, method string, params any) iter.Seq2[
 // fail with an error wrapping [ErrClosed].
 func (c *Conn) Shutdown(ctx context.Context) error {
 	c.c.stopReading(ErrClosed, true)
-	c.c.failCalls(ErrClosed)
+	c.c.failCalls(nil)
 	select {
 	case <-c.c.served:
 		return nil
@@ -144,13 +144,16 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 }
 
 // Close closes the connection: reading stops, calls in flight fail with
-// an error wrapping [ErrClosed], the handlers' contexts are cancelled, and
-// the answers they still give within CancelGrace are written before the
-// streams are closed. Close returns when that is done, at most about
-// twice CancelGrace later. It is idempotent and safe from any goroutine.
+// an error wrapping [ErrClosed], the handlers' contexts are cancelled
+// (requests still queued run with theirs cancelled already, so that each
+// gets its answer), and the answers given within CancelGrace are written
+// before the streams are closed. Close returns when that is done, at most
+// about twice CancelGrace later; called from a handler, it waits all of
+// that, since it waits for its own handler. It is idempotent and safe
+// from any goroutine.
 func (c *Conn) Close() error {
 	c.c.stopReading(ErrClosed, true)
-	c.c.failCalls(ErrClosed)
+	c.c.failCalls(nil)
 	c.c.cancel(ErrClosed)
 	t := time.NewTimer(c.c.grace)
 	defer t.Stop()
@@ -166,7 +169,8 @@ func (c *Conn) Close() error {
 
 // Wait blocks until the connection has ended and returns why: nil when
 // the input ended cleanly, an error wrapping [ErrClosed] after Close or
-// Shutdown, or the read or write error that ended it.
+// Shutdown or when handlers had to be abandoned at the end of the input,
+// or the read or write error that ended it.
 func (c *Conn) Wait() error {
 	<-c.c.served
 	if c.c.serveErr != nil {

@@ -36,6 +36,7 @@ const (
 	// room for: its byte budget (see [Server.MaxPendingBytes]) was spent
 	// while its own calls to the peer awaited answers, so it could
 	// neither stop reading nor hold more. The request may be retried.
+	// Notifications that come then are dropped (and logged at Debug).
 	CodeOverloaded Code = -32090
 
 	// CodeServerErrorMin and CodeServerErrorMax bound the range that the
@@ -140,7 +141,7 @@ var ErrClosed = errors.New("jsonrpc: closed")
 // [Server.Close] or [Server.Shutdown].
 var ErrServerClosed = errors.New("jsonrpc: server closed")
 
-// ErrNoConnection is returned by [Notify] when its context does not come
+// ErrNoConnection is returned by [Notify] and [Call] when their context does not come
 // from a handler that serves a connection.
 var ErrNoConnection = errors.New("jsonrpc: context has no connection")
 

@@ -150,10 +150,11 @@ func (rc *reqCtx) end() {
 // RequestFromContext returns the request that the handler given ctx (or
 // a context derived from it) is serving: its id, method and params, for
 // middleware and for protocols that need the id (MCP's progress and
-// logging). It returns nil for any other context. Like the *Request a
-// handler is given, it must not be kept after the handler returns.
+// logging). It returns nil for any other context, and once the handler
+// has returned. Like the *Request a handler is given, it must not be kept
+// after the handler returns.
 func RequestFromContext(ctx context.Context) *Request {
-	if rc, ok := ctx.Value(senderKey{}).(*reqCtx); ok {
+	if rc, ok := ctx.Value(senderKey{}).(*reqCtx); ok && rc.flags.Load()&flagEnded == 0 {
 		return rc.req
 	}
 	return nil

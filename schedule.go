@@ -227,14 +227,18 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	cost := len(line) + unitOverhead
 	c.mu.Lock()
 	for !c.stopping.Load() && c.overBudget(cost) {
-		if c.awaitingPeer() {
+		// budgetWait is stored before awaiting is read, and add stores
+		// awaiting before it reads budgetWait: a call made now either is
+		// seen here or wakes the wait.
+		c.budgetWait.Store(true)
+		if c.awaiting.Load() > 0 {
 			// Waiting would keep out the answers that the handlers
 			// holding the budget wait for: refuse the line instead.
+			c.budgetWait.Store(false)
 			c.mu.Unlock()
 			c.refuse(rs, line, act)
 			return
 		}
-		c.budgetWait.Store(true)
 		c.cond.Wait()
 		c.budgetWait.Store(false)
 	}
@@ -271,19 +275,40 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 }
 
 // refuse answers the requests of line with [ErrOverloaded] instead of
-// running them; what route takes (responses, cancels) it still routes.
+// running them; what route takes (responses, cancels) it still routes,
+// and notifications are dropped. The reader writes the answers without
+// waiting for room in the output (see LineWriter.appendNow): it must not
+// stop reading here.
 func (c *conn) refuse(rs *readState, line []byte, act bool) {
 	u := &unit{}
 	var kind lineKind
 	kind, rs.batch = scanLine(line, &rs.env, rs.batch, c.maxBatch)
 	c.buildUnit(rs, u, kind, act)
-	for i := range u.tasks {
-		if u.tasks[i].preErr == nil {
-			u.tasks[i].preErr = ErrOverloaded
-		}
-	}
 	c.log.Debug("jsonrpc: refused requests over the byte budget while awaiting the peer")
-	c.runUnit(u, rs)
+	var out []byte
+	n := 0
+	for i := range u.tasks {
+		t := &u.tasks[i]
+		if t.req.ID.IsZero() {
+			continue
+		}
+		werr := t.preErr
+		if werr == nil {
+			werr = ErrOverloaded
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendErrorResponse(out, t.req.ID.raw, werr)
+	}
+	if n == 0 {
+		return
+	}
+	if u.batch {
+		out = append(append([]byte{'['}, out...), ']')
+	}
+	c.out.appendNow(func(b []byte) []byte { return append(b, out...) })
 }
 
 // work runs queued units until there are none, then gives up its slot.

@@ -327,6 +327,38 @@ func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 	return lw.flushLocked()
 }
 
+// appendNow adds one line, built by add, for a goroutine that must not
+// wait for the peer: the connection's reader. It waits for room only
+// past four times the high-water mark, so a reader that answers a hostile
+// peer's garbage still meets backpressure, and a reader whose peer is
+// merely busy writing too goes on reading; past flushThreshold it kicks a
+// write as append does. Errors end up in the writer's sticky error.
+func (lw *LineWriter) appendNow(add func([]byte) []byte) {
+	lw.mu.Lock()
+	for lw.err == nil && lw.writing && len(lw.buf) >= 4*highWater {
+		lw.cond.Wait()
+	}
+	if lw.err != nil {
+		lw.mu.Unlock()
+		return
+	}
+	if lw.mode == modeLine {
+		lw.buf = append(add(lw.buf), '\n')
+	} else {
+		lw.buf = lw.appendFramed(lw.buf, add)
+	}
+	over := len(lw.buf) >= flushThreshold
+	kick := lw.kick
+	if over && kick == nil {
+		_ = lw.flushLocked()
+		return
+	}
+	lw.mu.Unlock()
+	if over {
+		kick()
+	}
+}
+
 // pending reports whether there is buffered output that no write in
 // flight will take along.
 func (lw *LineWriter) pending() bool {
