@@ -123,7 +123,6 @@ type conn struct {
 	active   map[string][]*reqCtx // requests that a cancel may reach
 	endErr   error                // why the connection ends
 	live     int                  // goroutines of ours still running
-	parked   bool                 // the reader is in Read (or about to be)
 	done     bool                 // finished is closed
 	finished chan struct{}        // closed when nothing but a parked reader is left
 
@@ -137,6 +136,7 @@ type conn struct {
 	endOnce   sync.Once
 	ended     chan struct{} // closed at the end of the input, when drainGrace
 	stopping  atomic.Bool   // no more lines are to be read
+	parked    atomic.Bool   // the reader is in Read, or about to be
 	reading   atomic.Bool   // the reader is in Read
 
 	// The watchdog is a timer, armed by the reader when it starts a unit
@@ -309,7 +309,7 @@ func (c *conn) checkDoneLocked() {
 	if c.done {
 		return
 	}
-	if c.live == 0 || c.live == 1 && c.parked && c.stopping.Load() {
+	if c.live == 0 || c.live == 1 && c.parked.Load() && c.stopping.Load() {
 		c.done = true
 		close(c.finished)
 	}
@@ -398,9 +398,9 @@ func (c *conn) isAborted() bool {
 func (c *conn) beforeRead() bool {
 	c.flushFromReader()
 	c.reader.Load().trim()
-	c.mu.Lock()
-	c.parked = true
-	c.mu.Unlock()
+	// parked is stored before stopping is read, as stopReading stores
+	// stopping before it reads parked: one of the two sees the other.
+	c.parked.Store(true)
 	if c.stopping.Load() {
 		return false
 	}
@@ -411,9 +411,7 @@ func (c *conn) beforeRead() bool {
 // afterRead notes that the reader is back from Read.
 func (c *conn) afterRead() {
 	c.reading.Store(false)
-	c.mu.Lock()
-	c.parked = false
-	c.mu.Unlock()
+	c.parked.Store(false)
 }
 
 // readLoop is the reading role. It runs each unit inline, and returns when

@@ -204,7 +204,10 @@ func (lr *LineReader) detach() {
 		lr.buf = nil // the next message is copied into a new buffer
 		return
 	}
-	nb := make([]byte, max(lr.end-lr.start, initialBufSize))
+	// The new buffer is as large as the old one, up to the size an idle
+	// reader keeps, so that a run of long lines does not grow it anew
+	// after every handoff; a buffer grown larger is not copied.
+	nb := make([]byte, max(lr.end-lr.start, min(len(lr.buf), maxIdleBufSize), initialBufSize))
 	n := copy(nb, lr.buf[lr.start:lr.end])
 	lr.scanned -= lr.start
 	lr.start, lr.end = 0, n
