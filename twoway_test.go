@@ -34,19 +34,6 @@ import (
 // Nothing passes or fails on time.
 const twGuard = 10 * time.Second
 
-// twRecv receives from ch on the test goroutine, failing t if nothing
-// comes within twGuard.
-func twRecv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(twGuard):
-		require.FailNowf(t, "timed out", "waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
 // twWait waits for done, failing t if it is not closed within twGuard.
 func twWait(t *testing.T, done <-chan struct{}, what string) bool {
 	t.Helper()
@@ -98,19 +85,6 @@ func twDecode(t *testing.T, line string) twMsg {
 	var m twMsg
 	require.NoError(t, json.Unmarshal([]byte(line), &m), "line %q", line)
 	return m
-}
-
-// twReq builds a request line; an empty id makes a notification.
-func twReq(id, method, params string) string {
-	s := `{"jsonrpc":"2.0"`
-	if id != "" {
-		s += `,"id":` + id
-	}
-	s += `,"method":` + strconv.Quote(method)
-	if params != "" {
-		s += `,"params":` + params
-	}
-	return s + "}"
 }
 
 // A twConvention is a cancel convention with the exact line that the
@@ -317,7 +291,7 @@ func TestTwoWayConnToConn(t *testing.T) {
 			assert.ErrorIs(t, err, jsonrpc.ErrMethodNotFound)
 
 			require.NoError(t, dir.from.Notify(ctx, "note", map[string]string{"text": "hello from " + dir.self}))
-			assert.Equal(t, dir.peer+" got hello from "+dir.self, twRecv(t, notes, "the notification"))
+			assert.Equal(t, dir.peer+" got hello from "+dir.self, recv(t, notes, "the notification"))
 
 			var bSum int
 			var bWho, bAsk string
@@ -337,7 +311,7 @@ func TestTwoWayConnToConn(t *testing.T) {
 			assert.ErrorIs(t, calls[3].Err, jsonrpc.ErrMethodNotFound)
 			assert.NoError(t, calls[4].Err)
 			assert.Equal(t, dir.self, bAsk)
-			assert.Equal(t, dir.peer+" got batched", twRecv(t, notes, "the batched notification"))
+			assert.Equal(t, dir.peer+" got batched", recv(t, notes, "the batched notification"))
 
 			var items []string
 			for item, err := range dir.from.Stream(ctx, "count", map[string]int{"N": 5}) {
@@ -361,7 +335,7 @@ func TestTwoWayConnToConn(t *testing.T) {
 					break
 				}
 			}
-			assert.Equal(t, dir.peer+" stream stopped", twRecv(t, notes, "the peer's producer to stop"))
+			assert.Equal(t, dir.peer+" stream stopped", recv(t, notes, "the peer's producer to stop"))
 		})
 	}
 
@@ -565,12 +539,12 @@ func TestTwoWayNestedCancel(t *testing.T) {
 			defer cancel()
 			res := make(chan error, 1)
 			go func() { res <- c.Call(ctx, "outer", nil, nil) }()
-			nestedID := twRecv(t, started, "the nested call to reach the client")
+			nestedID := recv(t, started, "the nested call to reach the client")
 			cancel()
-			assert.ErrorIs(t, twRecv(t, res, "Client.Call to return"), context.Canceled)
-			err := twRecv(t, nestedErr, "the nested call to return")
+			assert.ErrorIs(t, recv(t, res, "Client.Call to return"), context.Canceled)
+			err := recv(t, nestedErr, "the nested call to return")
 			assert.ErrorIs(t, err, context.Canceled, "the nested call's error")
-			assert.ErrorIs(t, twRecv(t, cancelled, "the client's handler to be cancelled"), context.Canceled)
+			assert.ErrorIs(t, recv(t, cancelled, "the client's handler to be cancelled"), context.Canceled)
 
 			// The client has read the cancel for the nested call by now.
 			assert.Contains(t, splitLines(toClient.String()), conv.line(nestedID))
@@ -579,7 +553,7 @@ func TestTwoWayNestedCancel(t *testing.T) {
 			outerID <- string(first.ID)
 			assert.Contains(t, splitLines(toServer.String()), conv.line(string(first.ID)))
 			if !conv.cancel.Unanswered {
-				r := twRecv(t, late, "the answer to the cancelled request")
+				r := recv(t, late, "the answer to the cancelled request")
 				assert.Equal(t, string(first.ID), r.ID.String())
 				if assert.NotNil(t, r.Error) {
 					assert.Equal(t, jsonrpc.CodeRequestCancelled, r.Error.Code)
@@ -698,7 +672,7 @@ func (p *twPeer) send(lines ...string) {
 		_, err := io.WriteString(p.in, data)
 		done <- err
 	}()
-	require.NoError(p.t, twRecv(p.t, done, "the endpoint to read its input"))
+	require.NoError(p.t, recv(p.t, done, "the endpoint to read its input"))
 }
 
 // recv returns the next line the endpoint wrote.
@@ -722,7 +696,7 @@ func (p *twPeer) barrier() {
 		// A response to no call of the endpoint's reaches
 		// OnUnknownResponse on its reading goroutine.
 		p.send(`{"jsonrpc":"2.0","id":"barrier","result":null}`)
-		twRecv(p.t, p.unknown, "the barrier")
+		recv(p.t, p.unknown, "the barrier")
 		return
 	}
 	p.send("not json")
@@ -777,18 +751,18 @@ func TestTwoWayCancelConventions(t *testing.T) {
 					})
 					p := twStartPeer(t, kind, twConfig{handler: mux, cancel: conv.cancel})
 
-					p.send(twReq("7", "wait", ""))
-					ctx := twRecv(t, started, "the handler to start")
-					p.send(other.incoming("7"), twReq("8", "echo", "[8]"))
+					p.send(req("7", "wait", ""))
+					ctx := recv(t, started, "the handler to start")
+					p.send(other.incoming("7"), req("8", "echo", "[8]"))
 					assert.JSONEq(t, `{"jsonrpc":"2.0","id":8,"result":[8]}`, p.recv())
 					assert.NoError(t, ctx.Err(), "the other convention's notification cancelled the request")
 
 					p.send(conv.incoming("7"))
-					assert.ErrorIs(t, twRecv(t, saw, "the handler's context to end"), context.Canceled)
+					assert.ErrorIs(t, recv(t, saw, "the handler's context to end"), context.Canceled)
 					if !conv.cancel.Unanswered {
 						assert.JSONEq(t, `{"jsonrpc":"2.0","id":7,"error":{"code":-32800,"message":"Request cancelled"}}`, p.recv())
 					}
-					p.send(twReq("9", "echo", "[9]"))
+					p.send(req("9", "echo", "[9]"))
 					assert.JSONEq(t, `{"jsonrpc":"2.0","id":9,"result":[9]}`, p.recv())
 					rest, err := p.finish()
 					assert.NoError(t, err)
@@ -828,9 +802,9 @@ func TestTwoWayCancelConventions(t *testing.T) {
 						}
 					}()
 
-					p.send(twReq("1", "block", ""))
-					twRecv(t, started, "the first handler to start")
-					p.send(twReq("2", "queued", ""), conv.incoming("2"))
+					p.send(req("1", "block", ""))
+					recv(t, started, "the first handler to start")
+					p.send(req("2", "queued", ""), conv.incoming("2"))
 					if conv.cancel.Unanswered {
 						p.barrier()
 					} else {
@@ -868,7 +842,7 @@ func TestTwoWayCancelConventions(t *testing.T) {
 					_, err := strconv.ParseInt(string(m.ID), 10, 64)
 					require.NoError(t, err, "the id %s is a number", m.ID)
 					cancel()
-					assert.ErrorIs(t, twRecv(t, res, "Call to return"), context.Canceled)
+					assert.ErrorIs(t, recv(t, res, "Call to return"), context.Canceled)
 					assert.Equal(t, conv.line(string(m.ID)), p.recv())
 				})
 			}
@@ -886,7 +860,7 @@ func TestTwoWayCancelConventions(t *testing.T) {
 				var in strings.Builder
 				for i := 1; i <= n; i++ {
 					id := strconv.Itoa(i)
-					in.WriteString(twReq(id, "wait", "") + "\n" + conv.incoming(id) + "\n")
+					in.WriteString(req(id, "wait", "") + "\n" + conv.incoming(id) + "\n")
 				}
 				var ran, saw atomic.Int64
 				h := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
@@ -977,10 +951,10 @@ func TestTwoWayRequestFromContext(t *testing.T) {
 	}))
 
 	lines := serveString(t, &jsonrpc.Server{Handler: mux, MaxInFlight: 1},
-		twReq("1", "who", `{"x":1}`)+"\n"+
-			twReq(`"s"`, "who", `{"x":2}`)+"\n"+
-			twReq("", "who", `{"x":3}`)+"\n"+
-			"["+twReq("4", "who", `{"x":4}`)+","+twReq("5", "who", `{"x":5}`)+"]\n")
+		req("1", "who", `{"x":1}`)+"\n"+
+			req(`"s"`, "who", `{"x":2}`)+"\n"+
+			req("", "who", `{"x":3}`)+"\n"+
+			"["+req("4", "who", `{"x":4}`)+","+req("5", "who", `{"x":5}`)+"]\n")
 	require.Len(t, lines, 3)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"who 1 {\"x\":1}"}`, lines[0])
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"s","result":"who \"s\" {\"x\":2}"}`, lines[1])
@@ -1053,7 +1027,7 @@ func TestTwoWayMuxUse(t *testing.T) {
 	assert.Panics(t, func() { mux.Use(nil) }, "Use(nil)")
 
 	lines := serveString(t, &jsonrpc.Server{Handler: mux, MaxInFlight: 1},
-		twReq("1", "before", "")+"\n"+twReq("2", "missing", "")+"\n"+twReq("3", "after", "")+"\n")
+		req("1", "before", "")+"\n"+req("2", "missing", "")+"\n"+req("3", "after", "")+"\n")
 	require.Len(t, lines, 3)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"before"}`, lines[0])
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}`, lines[1])
@@ -1100,7 +1074,7 @@ func TestTwoWayHeaderFraming(t *testing.T) {
 	require.NoError(t, c.Call(ctx, "ask", map[string]any{"method": "whoami"}, &who))
 	assert.Equal(t, "C", who, "the server's handler called the client")
 	require.NoError(t, c.Notify(ctx, "note", map[string]string{"text": "framed"}))
-	assert.Equal(t, "S got framed", twRecv(t, notes, "the notification"))
+	assert.Equal(t, "S got framed", recv(t, notes, "the notification"))
 	n := 0
 	for item, err := range c.Stream(ctx, "count", map[string]int{"N": 3}) {
 		require.NoError(t, err)
@@ -1182,7 +1156,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 				errAtReturn <- ctx.Err()
 				return "finished", nil
 			}))
-			write(t, r.in, twReq("1", "work", ""))
+			write(t, r.in, req("1", "work", ""))
 			<-started
 			require.NoError(t, r.in.Close())
 			synctest.Wait()
@@ -1211,7 +1185,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 				<-release // and ignores it
 				return "too late", nil
 			}))
-			write(t, r.in, twReq("1", "stuck", ""))
+			write(t, r.in, req("1", "stuck", ""))
 			<-started
 			eof = time.Now()
 			require.NoError(t, r.in.Close())
@@ -1272,7 +1246,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 				<-release
 				return "answered", nil
 			}))
-			write(t, r.in, twReq("1", "work", ""))
+			write(t, r.in, req("1", "work", ""))
 			<-started
 			pending := make(chan error, 1)
 			go func() { pending <- r.c.Call(t.Context(), "never", nil, nil) }()
@@ -1302,7 +1276,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 				nested <- err
 				return nil, err
 			}))
-			write(t, r.in, twReq(`"outer"`, "work", ""))
+			write(t, r.in, req(`"outer"`, "work", ""))
 			assert.Equal(t, "never", twDecode(t, <-r.lines).Method)
 			assert.NoError(t, r.c.Shutdown(t.Context()))
 			assert.ErrorIs(t, <-nested, jsonrpc.ErrClosed)
@@ -1318,7 +1292,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 		checkLeaks(t)
 		synctest.Test(t, func(t *testing.T) {
 			r := start(t, specMux())
-			write(t, r.in, twReq("1", "sum", "[1,2,3]"))
+			write(t, r.in, req("1", "sum", "[1,2,3]"))
 			assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":6}`, <-r.lines)
 			require.NoError(t, r.in.Close())
 			assert.NoError(t, r.c.Wait())
@@ -1550,12 +1524,12 @@ func TestTwoWayEscapedMethodNames(t *testing.T) {
 						return req.Params, nil
 					})
 					p := twStartPeer(t, kind, twConfig{handler: mux, cancel: conv.cancel})
-					p.send(twReq("7", "wait", ""))
-					ctx := twRecv(t, started, "the handler to start")
+					p.send(req("7", "wait", ""))
+					ctx := recv(t, started, "the handler to start")
 					cancelLine := escape(conv.line("7"))
 					// The reader handles the cancel before it reads the
 					// echo, and cancels the context as it handles it.
-					p.send(cancelLine, twReq("8", "echo", "[8]"))
+					p.send(cancelLine, req("8", "echo", "[8]"))
 					// The answer to 8 comes, after or before the one to
 					// the cancelled 7 (written by another goroutine).
 					line := p.recv()
@@ -1596,7 +1570,7 @@ func TestTwoWayEscapedMethodNames(t *testing.T) {
 				id := string(twDecode(t, p.recv()).ID)
 				p.send(escape(`{"jsonrpc":"2.0","method":"$/stream","params":{"id":`+id+`,"item":5}}`),
 					`{"jsonrpc":"2.0","id":`+id+`,"result":1}`)
-				assert.Equal(t, []string{"5"}, twRecv(t, items, "the stream to end"), "the items of the stream")
+				assert.Equal(t, []string{"5"}, recv(t, items, "the stream to end"), "the items of the stream")
 			})
 		}
 	})
