@@ -37,7 +37,6 @@ log() { printf '[%4ds] %s\n' "$((SECONDS - started))" "$*" >&2; }
 
 if [ "$quick" = 1 ]; then
 	scale=0.01
-	check_scale=0.01
 	reps=1
 	big_reps=1
 	count=1
@@ -46,7 +45,6 @@ if [ "$quick" = 1 ]; then
 	test_args=(-args -scanscale="$scale")
 else
 	scale=1
-	check_scale=0.1
 	reps="${REPS:-5}"
 	big_reps="${BIG_REPS:-3}"
 	count="${COUNT:-5}"
@@ -67,12 +65,11 @@ if [ "$skip_ours" != 1 ]; then
 	(cd .. && go build -o "$tmp/bin/ours" ./cmd/jsonrpc-demo)
 fi
 
-log "generating workloads (scale $scale, checked copy at scale $check_scale)"
+log "generating workloads (scale $scale)"
 "$tmp/bin/gen" -dir "$tmp/data" -scale "$scale"
-"$tmp/bin/gen" -dir "$tmp/check" -scale "$check_scale"
 
 log "whole-process benchmarks ($reps runs each, $big_reps for W5big)"
-"$tmp/bin/procbench" -bin "$tmp/bin" -data "$tmp/data" -check "$tmp/check" \
+"$tmp/bin/procbench" -bin "$tmp/bin" -data "$tmp/data" \
 	-impls "$impls" -reps "$reps" -bigreps "$big_reps" >"$tmp/process.txt"
 
 log "in-process benchmarks (-count=$count -benchtime=$benchtime)"
@@ -128,8 +125,7 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 		echo "(cd .. && go build -o \$TMP/bin/ours ./cmd/jsonrpc-demo)"
 	fi
 	echo "\$TMP/bin/gen -dir \$TMP/data -scale $scale"
-	echo "\$TMP/bin/gen -dir \$TMP/check -scale $check_scale"
-	echo "\$TMP/bin/procbench -bin \$TMP/bin -data \$TMP/data -check \$TMP/check -impls $impls -reps $reps -bigreps $big_reps >\$TMP/process.txt"
+	echo "\$TMP/bin/procbench -bin \$TMP/bin -data \$TMP/data -impls $impls -reps $reps -bigreps $big_reps >\$TMP/process.txt"
 	echo "go test ${tags[*]:+${tags[*]} }-run '^\$' -bench . -count=$count -benchtime=$benchtime . >\$TMP/inproc.txt"
 	echo "\$TMP/bin/report \$TMP/process.txt \$TMP/inproc.txt"
 	echo "cat \$TMP/process.txt \$TMP/inproc.txt >\$TMP/all.txt && $benchstat_cmd -confidence 0.9 \$TMP/all.txt"
