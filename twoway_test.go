@@ -1440,7 +1440,7 @@ func TestTwoWayNoDeadlockOverBudget(t *testing.T) {
 				cs, sc := newTwBufPipe(), newTwBufPipe()
 				srv := &jsonrpc.Server{Handler: ask, MaxInFlight: maxInFlight, MaxPendingBytes: budget.bytes}
 				errc := make(chan error, 1)
-				go func() { errc <- srv.Serve(t.Context(), cs, sc) }()
+				go func() { errc <- srv.Serve(context.Background(), cs, sc) }() // t.Context ends before the cleanup
 				c := jsonrpc.NewClient(sc, cs, &jsonrpc.ClientOptions{Handler: answer})
 				t.Cleanup(func() {
 					assert.NoError(t, srv.Close())
