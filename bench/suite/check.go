@@ -78,43 +78,17 @@ type valueScanner struct {
 	esc   bool
 }
 
+// scan returns how many top-level values end within p.
 func (s *valueScanner) scan(p []byte) int {
 	n := 0
-	i := 0
-	for i < len(p) {
-		if s.inStr {
-			if s.esc {
-				s.esc = false
-				i++
-				continue
-			}
-			j := bytes.IndexAny(p[i:], "\"\\")
-			if j < 0 {
-				return n
-			}
-			i += j
-			if p[i] == '\\' {
-				s.esc = true
-			} else {
-				s.inStr = false
-			}
-			i++
-			continue
+	for {
+		k := s.until(p)
+		if k < 0 {
+			return n
 		}
-		switch p[i] {
-		case '"':
-			s.inStr = true
-		case '{', '[':
-			s.depth++
-		case '}', ']':
-			s.depth--
-			if s.depth == 0 {
-				n++
-			}
-		}
-		i++
+		n++
+		p = p[k:]
 	}
-	return n
 }
 
 // response is one JSON-RPC response object as read by the validator.
