@@ -137,7 +137,6 @@ type conn struct {
 	ended     chan struct{} // closed at the end of the input, when drainGrace
 	stopping  atomic.Bool   // no more lines are to be read
 	parked    atomic.Bool   // the reader is in Read, or about to be
-	reading   atomic.Bool   // the reader is in Read
 
 	// The watchdog is a timer, armed by the reader when it starts a unit
 	// and re-armed by itself while the reader is busy.
@@ -401,16 +400,11 @@ func (c *conn) beforeRead() bool {
 	// parked is stored before stopping is read, as stopReading stores
 	// stopping before it reads parked: one of the two sees the other.
 	c.parked.Store(true)
-	if c.stopping.Load() {
-		return false
-	}
-	c.reading.Store(true)
-	return true
+	return !c.stopping.Load()
 }
 
 // afterRead notes that the reader is back from Read.
 func (c *conn) afterRead() {
-	c.reading.Store(false)
 	c.parked.Store(false)
 }
 

@@ -522,7 +522,7 @@ func (c *conn) tick() {
 		s = rs.state.Load()
 	}
 	c.lastRS, c.lastSeq = rs, s
-	if c.stopping.Load() || (c.reading.Load() && s&stateBusy == 0) {
+	if c.stopping.Load() || (c.parked.Load() && s&stateBusy == 0) {
 		c.armed.Store(false)
 		// A reader that started a unit meanwhile saw the timer armed and
 		// left it: look again, now that it shows as disarmed.

@@ -312,11 +312,7 @@ func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 		lw.mu.Unlock()
 		return err
 	}
-	if lw.mode == modeLine {
-		lw.buf = append(add(lw.buf), '\n')
-	} else {
-		lw.buf = lw.appendFramed(lw.buf, add)
-	}
+	lw.addLine(add)
 	if !flush {
 		over := len(lw.buf) >= flushThreshold
 		if kick := lw.kick; !over || kick != nil {
@@ -345,11 +341,7 @@ func (lw *LineWriter) appendNow(add func([]byte) []byte) {
 		lw.mu.Unlock()
 		return
 	}
-	if lw.mode == modeLine {
-		lw.buf = append(add(lw.buf), '\n')
-	} else {
-		lw.buf = lw.appendFramed(lw.buf, add)
-	}
+	lw.addLine(add)
 	over := len(lw.buf) >= flushThreshold
 	kick := lw.kick
 	if over && kick == nil {
@@ -368,6 +360,16 @@ func (lw *LineWriter) pending() bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.err == nil && !lw.writing && len(lw.buf) > 0
+}
+
+// addLine adds one message, built by add, to the buffer, framed; lw.mu
+// is held.
+func (lw *LineWriter) addLine(add func([]byte) []byte) {
+	if lw.mode == modeLine {
+		lw.buf = append(add(lw.buf), '\n')
+	} else {
+		lw.buf = lw.appendFramed(lw.buf, add)
+	}
 }
 
 // appendCtx adds one line, built by add, to the buffer, without writing
@@ -396,11 +398,7 @@ func (lw *LineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) er
 		lw.mu.Unlock()
 		return err
 	}
-	if lw.mode == modeLine {
-		lw.buf = append(add(lw.buf), '\n')
-	} else {
-		lw.buf = lw.appendFramed(lw.buf, add)
-	}
+	lw.addLine(add)
 	lw.mu.Unlock()
 	return nil
 }
@@ -414,11 +412,7 @@ func (lw *LineWriter) tryAppend(add func([]byte) []byte) bool {
 	if lw.err != nil || lw.full() {
 		return false
 	}
-	if lw.mode == modeLine {
-		lw.buf = append(add(lw.buf), '\n')
-	} else {
-		lw.buf = lw.appendFramed(lw.buf, add)
-	}
+	lw.addLine(add)
 	return true
 }
 
