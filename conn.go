@@ -71,6 +71,8 @@ type config struct {
 	onNotify     func(*Request)  // notifications in order, on the reader
 	onUnknown    func(*Response) // responses that match no call
 	drainGrace   bool            // at the end of input, handlers get grace, then stop
+	idle         time.Duration   // close the connection after this long idle
+	in           *LineReader     // if set, the reader, rather than one made for r
 	quiet        bool            // drop malformed messages rather than answer them
 }
 
@@ -92,6 +94,8 @@ type conn struct {
 	grace      time.Duration
 	drainGrace bool
 	quiet      bool
+	idle       time.Duration
+	seen       atomic.Uint64 // messages read, counted while idle is set
 
 	cancelConv   Cancellation
 	cancelQuoted string // the cancel method as a JSON string
@@ -152,7 +156,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	c := &conn{
 		handler:      cfg.handler,
 		log:          cfg.log,
-		in:           newFramedReader(cfg.framing, r, cfg.maxMessage),
+		in:           cfg.in,
 		out:          newFramedWriter(cfg.framing, w),
 		r:            r,
 		w:            w,
@@ -162,6 +166,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		hideDetail:   cfg.hideDetail,
 		grace:        cfg.grace,
 		drainGrace:   cfg.drainGrace,
+		idle:         cfg.idle,
 		quiet:        cfg.quiet,
 		cancelConv:   cfg.cancel,
 		noCancel:     cfg.noCancel,
@@ -172,6 +177,9 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		finished:     make(chan struct{}),
 		aborted:      make(chan struct{}),
 		readDone:     make(chan struct{}),
+	}
+	if c.in == nil {
+		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
 	}
 	c.cancelQuoted = string(appendString(nil, c.cancelConv.method()))
 	if c.streamBuffer <= 0 {
@@ -211,6 +219,9 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 func (c *conn) serve(ctx context.Context) error {
 	c.timer = time.AfterFunc(time.Hour, c.tick)
 	c.timer.Stop()
+	if c.idle > 0 {
+		defer c.watchIdle()()
+	}
 	go c.readLoop(newReadState(), false)
 
 	select {
@@ -471,6 +482,9 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 // handleLine answers or runs one line. It reports whether this goroutine
 // still holds the reading role.
 func (c *conn) handleLine(rs *readState, line []byte) bool {
+	if c.idle > 0 {
+		c.seen.Add(1)
+	}
 	kind, batch := scanLine(line, &rs.env, rs.batch, c.maxBatch)
 	rs.batch = batch
 	if c.quiet && kind != lineObject && kind != lineBatch {

@@ -142,6 +142,7 @@ const (
 	modeLine   = iota // newline-delimited, the fast path
 	modeHeader        // HeaderFraming
 	modeCustom        // a Framing of the user's, through its interface
+	modeWhole         // one message, the whole buffer: an HTTP body
 )
 
 // The phases of a LineReader in modeHeader.
@@ -187,6 +188,12 @@ func newFramedWriter(f Framing, w io.Writer) *LineWriter {
 	return lw
 }
 
+// newWholeReader returns a LineReader whose one message is body, already
+// read in full and checked against the limit.
+func newWholeReader(body []byte) *LineReader {
+	return &LineReader{buf: body, end: len(body), max: max(len(body), 1), mode: modeWhole}
+}
+
 func newHeaderReader(r io.Reader, maxSize int) *LineReader {
 	lr := NewLineReader(r, maxSize)
 	lr.mode = modeHeader
@@ -196,8 +203,23 @@ func newHeaderReader(r io.Reader, maxSize int) *LineReader {
 
 // readFramed is ReadMessage for the framings other than newline-delimited.
 func (lr *LineReader) readFramed() ([]byte, error) {
-	if lr.mode == modeCustom {
+	switch lr.mode {
+	case modeCustom:
 		return lr.readCustom()
+	case modeWhole:
+		if lr.closed.Load() {
+			return nil, &closedError{}
+		}
+		if lr.phase != 0 {
+			return nil, io.EOF
+		}
+		lr.phase = 1 // read
+		msg := lr.buf[lr.start:lr.end:lr.end]
+		lr.start = lr.end
+		if msg == nil {
+			msg = []byte{}
+		}
+		return msg, nil
 	}
 	for {
 		if lr.closed.Load() {

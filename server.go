@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 )
@@ -98,9 +99,24 @@ type Server struct {
 	// keeps its goroutine, but its response is dropped.
 	CancelGrace time.Duration
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	closed bool
+	// MaxConns bounds the connections that ServeListener serves at once;
+	// zero means [DefaultMaxConns].
+	MaxConns int
+
+	// IdleTimeout, if positive, closes a connection accepted by
+	// ServeListener once it has had no request in flight and no whole
+	// message read for that long (up to a quarter more). A peer that
+	// trickles a message slower than that is closed too. Zero means no
+	// limit.
+	IdleTimeout time.Duration
+
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	listeners map[net.Listener]struct{}
+	closing   chan struct{} // closed by Shutdown and Close, made by trackListener
+	closed    bool
+	accepted  int           // goroutines serving accepted connections
+	drained   chan struct{} // closed when accepted drops to zero
 }
 
 // Serve reads requests from r and writes responses to w until the input
@@ -181,11 +197,18 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Unlock()
 }
 
-// live returns the connections being served, and marks the server closed.
+// closeAll marks the server closed, closes its listeners, and returns the
+// connections being served.
 func (s *Server) closeAll() []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.closed && s.closing != nil {
+		close(s.closing)
+	}
 	s.closed = true
+	for l := range s.listeners {
+		_ = l.Close()
+	}
 	cs := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		cs = append(cs, c)
@@ -198,17 +221,23 @@ func (s *Server) closeAll() []*conn {
 // [ErrServerClosed] once its handlers have returned or its CancelGrace has
 // passed. Later calls to Serve return ErrServerClosed at once. Close is
 // idempotent and safe to call from any goroutine.
+//
+// Connections accepted by ServeListener are closed too, and Close returns
+// once their goroutines have ended, at most about CancelGrace later.
 func (s *Server) Close() error {
 	for _, c := range s.closeAll() {
 		c.abort(ErrServerClosed)
 	}
+	<-s.acceptedDone()
 	return nil
 }
 
 // Shutdown stops reading on every connection, lets the requests already
 // read finish and their responses be written, and returns when all of that
 // is done (also when a reader sits in a Read that cannot be interrupted),
-// or returns ctx.Err() if ctx ends first. Unlike Close, it waits
+// or returns ctx.Err() if ctx ends first. It closes the listeners of
+// ServeListener first, and waits for the goroutines of the connections
+// they accepted too. Unlike Close, it waits
 // for handlers without limit (CancelGrace does not apply): give it a ctx
 // with a deadline, and call Close when that passes. Each Serve returns
 // [ErrServerClosed]. Calling Shutdown from inside a handler deadlocks.
@@ -224,5 +253,37 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return nil
+	select {
+	case <-s.acceptedDone():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// acceptedDone returns a channel closed once no goroutine serves a
+// connection that ServeListener accepted.
+func (s *Server) acceptedDone() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.accepted == 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	if s.drained == nil {
+		s.drained = make(chan struct{})
+	}
+	return s.drained
+}
+
+// acceptedEnd counts out a goroutine serving an accepted connection.
+func (s *Server) acceptedEnd() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.accepted--
+	if s.accepted == 0 && s.drained != nil {
+		close(s.drained)
+		s.drained = nil
+	}
 }

@@ -200,6 +200,9 @@ func (lr *LineReader) fill() {
 // detach moves the unread data to a new buffer, so that slices returned
 // earlier stay valid for as long as anyone holds them.
 func (lr *LineReader) detach() {
+	if lr.mode == modeWhole {
+		return // the body is never reused
+	}
 	if lr.mode == modeCustom {
 		lr.buf = nil // the next message is copied into a new buffer
 		return

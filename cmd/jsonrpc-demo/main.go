@@ -21,6 +21,22 @@
 // Try it:
 //
 //	echo '{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}' | go run ./cmd/jsonrpc-demo
+//
+// With flags it serves a network instead of its standard input and output,
+// until SIGINT or SIGTERM, when it stops accepting, lets the requests in
+// flight finish (for at most five seconds) and exits 0:
+//
+//	-listen ADDR  newline-delimited JSON-RPC on each connection to ADDR,
+//	              a TCP address (host:port) or unix:PATH
+//	-http ADDR    JSON-RPC over HTTP POST on the TCP address ADDR, at any
+//	              path (see jsonrpc.Server.ServeHTTP)
+//	-name NAME    adds the method "backend", which returns NAME: to see
+//	              which of several instances answered
+//
+// For example:
+//
+//	go run ./cmd/jsonrpc-demo -http 127.0.0.1:8080 &
+//	curl -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2]}' 127.0.0.1:8080
 package main
 
 import (
@@ -28,12 +44,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"iter"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,16 +61,80 @@ import (
 )
 
 func main() {
+	listen := flag.String("listen", "", "serve newline-delimited JSON-RPC on this TCP `address` (or unix:PATH)")
+	httpAddr := flag.String("http", "", "serve JSON-RPC over HTTP POST on this TCP `address`")
+	name := flag.String("name", "", "answer the method \"backend\" with this `name`")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "jsonrpc-demo: unexpected arguments:", flag.Args())
+		os.Exit(2)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	mux := newMux()
+	if *name != "" {
+		backend := *name
+		mux.HandleFunc("backend", func(context.Context, *jsonrpc.Request) (any, error) { return backend, nil })
+	}
 	srv := &jsonrpc.Server{
-		Handler: newMux(),
+		Handler: mux,
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
-	if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil {
+	if *listen == "" && *httpAddr == "" {
+		if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := serveNetwork(ctx, srv, *listen, *httpAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
 		os.Exit(1)
 	}
+}
+
+// serveNetwork serves srv on a socket, over HTTP, or both, until ctx ends;
+// then it shuts both down, giving the requests in flight five seconds.
+func serveNetwork(ctx context.Context, srv *jsonrpc.Server, listen, httpAddr string) error {
+	errc := make(chan error, 2)
+	var hs *http.Server
+	if listen != "" {
+		network, address := "tcp", listen
+		if path, ok := strings.CutPrefix(listen, "unix:"); ok {
+			network, address = "unix", path
+		}
+		l, err := net.Listen(network, address)
+		if err != nil {
+			return err
+		}
+		go func() { errc <- srv.ServeListener(ctx, l) }()
+	}
+	if httpAddr != "" {
+		l, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			return err
+		}
+		hs = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		go func() { errc <- hs.Serve(l) }()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if hs != nil {
+		_ = hs.Shutdown(stop)
+	}
+	if srv.Shutdown(stop) != nil {
+		_ = srv.Close()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, jsonrpc.ErrServerClosed) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 // subtractParams accepts [minuend, subtrahend] or

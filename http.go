@@ -1,0 +1,300 @@
+package jsonrpc
+
+// This file serves JSON-RPC 2.0 over HTTP POST: one message or one batch
+// per request body, answered in the response, which may stream the
+// handler's notifications first.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The media types of the HTTP transport.
+const (
+	contentJSON   = "application/json"
+	contentSSE    = "text/event-stream"
+	contentNDJSON = "application/x-ndjson"
+)
+
+// errHTTPCall is why a handler serving an HTTP request cannot call the
+// client: nothing carries the answer back.
+var errHTTPCall = errors.New("jsonrpc: an HTTP request cannot carry calls to the client")
+
+// ServeHTTP serves JSON-RPC 2.0 over HTTP, with the Server's Handler and
+// limits and the same strictness as Serve: the body of a POST is one
+// message or one batch, and the response carries its answer.
+//
+// The request must be a POST (otherwise 405 Method Not Allowed, with
+// "Allow: POST") with Content-Type application/json (otherwise 415
+// Unsupported Media Type). A body over MaxMessageSize is refused with 413
+// Content Too Large, without being read past the limit. Every JSON-RPC
+// answer, a Parse error or an Invalid Request included, comes with status
+// 200 and Content-Type application/json. A body that gets no answer (a
+// notification, or a batch of them) gets 202 Accepted and no body. The
+// body's whitespace, newlines included, is free, as JSON allows.
+//
+// Streaming: the notifications a handler sends while it runs ([Notify],
+// the items of a [Stream] handler) go out before the answer when the
+// request's Accept header names a streaming type at a quality no lower
+// than that of application/json:
+//   - text/event-stream: each message is a server-sent event "message"
+//     whose data is the message, the answer last;
+//   - application/x-ndjson: each message is a line, the answer last.
+//
+// A wildcard never selects a streaming type. When application/json is as
+// acceptable as the streaming type (as in "application/json,
+// text/event-stream"), the response is a stream only if a notification
+// comes before the answer; otherwise it is plain JSON. With plain JSON,
+// the handler's notifications are dropped (Notify returns nil).
+//
+// The handler's context is the request's: it is cancelled when the client
+// goes away. [HTTPRequestFromContext] returns the *http.Request, for its
+// headers. A handler cannot call the client ([Call] fails at once), nor
+// does the cancel notification apply: the client cancels a call by
+// dropping its request.
+//
+// Requests count as connections for Shutdown and Close: Shutdown lets
+// those in flight finish, Close cancels them, and once the server is
+// closed new requests get 503 Service Unavailable.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "JSON-RPC requests must be POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != contentJSON {
+		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	limit := s.MaxMessageSize
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	if r.ContentLength > int64(limit) {
+		http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
+		return
+	}
+	body, err := readBody(r.Body, r.ContentLength, limit)
+	if err != nil {
+		if errors.Is(err, ErrMessageTooLarge) {
+			http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "cannot read the body", http.StatusBadRequest)
+		}
+		return
+	}
+
+	out := &httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}
+	cfg := s.config()
+	cfg.framing = &out.frame
+	cfg.in = newWholeReader(body)
+	ctx := context.WithValue(r.Context(), httpRequestKey{}, r)
+	c := newConn(cfg, ctx, nil, out)
+	c.callErr = errHTTPCall
+	if !s.track(c) {
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.untrack(c)
+	_ = c.serve(ctx)
+	// A handler abandoned after CancelGrace must not write once this
+	// returns.
+	out.mu.Lock()
+	out.done = true
+	if !out.started {
+		w.WriteHeader(http.StatusAccepted)
+	}
+	out.mu.Unlock()
+}
+
+// readBody reads a request body of at most limit bytes; size is its
+// Content-Length, or -1.
+func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
+	n := 512
+	if size >= 0 {
+		n = int(size) + 1 // room to see the end without growing
+	}
+	buf := make([]byte, 0, min(n, limit+1))
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		buf = buf[:len(buf)+m]
+		if len(buf) > limit {
+			return nil, &tooLargeError{limit}
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// httpRequestKey is the context key of the *http.Request being served.
+type httpRequestKey struct{}
+
+// HTTPRequestFromContext returns the HTTP request that carried the
+// JSON-RPC request being served with ctx (see [Server.ServeHTTP]), or nil
+// if it did not come over HTTP. A handler may read its headers, for
+// authentication say, but not its body.
+func HTTPRequestFromContext(ctx context.Context) *http.Request {
+	r, _ := ctx.Value(httpRequestKey{}).(*http.Request)
+	return r
+}
+
+// How a response is framed: chosen from the Accept header, and settled by
+// the first message written.
+const (
+	framePlain  = iota // application/json: the answer alone
+	frameSSE           // text/event-stream
+	frameNDJSON        // application/x-ndjson
+)
+
+// httpAccept is what the Accept header allows: a streaming framing, and
+// whether plain JSON is as good, which leaves the choice to the first
+// message.
+type httpAccept struct {
+	stream int  // framePlain, frameSSE or frameNDJSON
+	lazy   bool // plain JSON is as acceptable as the stream
+}
+
+// negotiate reads Accept headers. A streaming type is chosen only when it
+// is named, at a quality at least that of application/json.
+func negotiate(accept []string) httpAccept {
+	var qJSON, qSSE, qND float64 = -1, -1, -1
+	any := len(accept) == 0
+	for _, h := range accept {
+		for part := range strings.SplitSeq(h, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+			switch mt {
+			case contentJSON, "application/*", "*/*":
+				qJSON = max(qJSON, q)
+			case contentSSE:
+				qSSE = max(qSSE, q)
+			case contentNDJSON:
+				qND = max(qND, q)
+			}
+		}
+	}
+	if any {
+		qJSON = 1
+	}
+	best, q := framePlain, 0.0
+	if qSSE > 0 && qSSE >= qND {
+		best, q = frameSSE, qSSE
+	} else if qND > 0 {
+		best, q = frameNDJSON, qND
+	}
+	if best == framePlain || q < qJSON {
+		return httpAccept{stream: framePlain}
+	}
+	return httpAccept{stream: best, lazy: q == qJSON}
+}
+
+// httpFraming frames the messages of one HTTP response. It is a Framing
+// so that the connection's writer frames through it; its state is that
+// one response's, guarded by the writer's lock.
+type httpFraming struct {
+	accept  httpAccept
+	frame   int
+	settled bool
+}
+
+// NewReader is never called: the body is read whole beforehand.
+func (f *httpFraming) NewReader(r io.Reader, maxSize int) MessageReader {
+	return NewLineReader(r, maxSize)
+}
+
+// AppendFrame frames msg as the response's framing asks, settling it on
+// the first message: a notification first makes a lazy response a stream.
+func (f *httpFraming) AppendFrame(dst, msg []byte) []byte {
+	note := isOurNotification(msg)
+	if !f.settled {
+		f.settled = true
+		f.frame = f.accept.stream
+		if f.accept.lazy && !note {
+			f.frame = framePlain
+		}
+	}
+	switch f.frame {
+	case frameSSE:
+		dst = append(dst, "event: message\ndata: "...)
+		dst = append(dst, msg...)
+		return append(dst, "\n\n"...)
+	case framePlain:
+		if note {
+			return dst // only the answer goes out
+		}
+	}
+	dst = append(dst, msg...)
+	return append(dst, '\n')
+}
+
+// isOurNotification reports whether msg, written by this package, is a
+// request or a notification rather than a response: the package writes
+// "method" right after the version.
+func isOurNotification(msg []byte) bool {
+	const prefix = `{"jsonrpc":"2.0","method"`
+	return len(msg) >= len(prefix) && string(msg[:len(prefix)]) == prefix
+}
+
+// httpOut is the response writer of one HTTP request, for the connection's
+// writer: it sets the headers on the first write and flushes each write of
+// a stream.
+type httpOut struct {
+	w     http.ResponseWriter
+	frame httpFraming
+
+	mu      sync.Mutex
+	started bool
+	done    bool // ServeHTTP has returned
+}
+
+func (o *httpOut) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return 0, ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !o.started {
+		o.started = true
+		h := o.w.Header()
+		switch o.frame.frame {
+		case frameSSE:
+			h.Set("Content-Type", contentSSE)
+			h.Set("Cache-Control", "no-cache")
+		case frameNDJSON:
+			h.Set("Content-Type", contentNDJSON)
+		default:
+			h.Set("Content-Type", contentJSON)
+		}
+		h.Set("X-Content-Type-Options", "nosniff")
+		o.w.WriteHeader(http.StatusOK)
+	}
+	n, err := o.w.Write(p)
+	if err == nil && o.frame.frame != framePlain {
+		err = http.NewResponseController(o.w).Flush()
+	}
+	return n, err
+}

@@ -1,0 +1,466 @@
+package jsonrpc
+
+// This file holds HTTPClient, which calls a JSON-RPC 2.0 server over HTTP
+// POST, one request per call, and reads answers sent as plain JSON, as
+// server-sent events or as newline-delimited JSON.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+)
+
+// An HTTPClient calls a JSON-RPC 2.0 server over HTTP, such as
+// [Server.ServeHTTP]: each Call, Notify, Batch or Stream is one POST of
+// one message or batch, whose response carries the answer. It has the
+// methods of [Client], with the same meaning, and reads answers sent as
+// application/json, as server-sent events (text/event-stream) or as
+// newline-delimited JSON (application/x-ndjson), whichever the server
+// chose.
+//
+// URL must be set; the other fields may be left zero. An HTTPClient is
+// safe for concurrent use, and its fields must not change once it is in
+// use. Connections are kept alive and reused as the [http.Client] does.
+type HTTPClient struct {
+	// URL is the server's endpoint.
+	URL string
+
+	// Client sends the requests; nil means [http.DefaultClient].
+	Client *http.Client
+
+	// Header holds headers added to every request, such as
+	// Authorization.
+	Header http.Header
+
+	// OnNotify, if set, is called for each notification the server
+	// streams before an answer (progress, log messages), in order, on
+	// the goroutine of the call it came with; req and its Params are
+	// valid only during the call. Without OnNotify, Call and Batch ask
+	// for plain JSON, and the server drops such notifications.
+	OnNotify func(req *Request)
+
+	// MaxMessageSize is the largest message read from a response; zero
+	// means [DefaultMaxMessageSize].
+	MaxMessageSize int
+
+	ids atomic.Int64
+}
+
+// An HTTPError is returned by the methods of [HTTPClient] when the server
+// answers with a status other than 200, or 202 and 204 where no answer is
+// due.
+type HTTPError struct {
+	StatusCode int    // such as 415
+	Status     string // such as "415 Unsupported Media Type"
+	Body       []byte // the start of the response body, at most 512 bytes
+}
+
+func (e *HTTPError) Error() string {
+	return "jsonrpc: HTTP " + e.Status
+}
+
+// errNoAnswer is returned when a response ends without the answer to a
+// call.
+var errNoAnswer = errors.New("jsonrpc: the HTTP response carried no answer to the call")
+
+// Call calls method with params and decodes the result into result, as
+// [Client.Call] does. If the server answers with a JSON-RPC error, Call
+// returns it as an *Error; a status other than 200 gives an *HTTPError.
+// If ctx ends first, the request is abandoned: the server sees its
+// client go away.
+func (c *HTTPClient) Call(ctx context.Context, method string, params, result any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	id := c.ids.Add(1)
+	body := appendCall(nil, id, method, raw)
+	resp, err := c.post(ctx, body, c.accept())
+	if err != nil {
+		return err
+	}
+	defer drainClose(resp.Body)
+	var answered bool
+	err = c.messages(resp, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
+		if kind != lineObject {
+			return false, nil
+		}
+		if c.note(e) {
+			return true, nil
+		}
+		if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
+			return true, nil
+		}
+		answered = true
+		r, why := e.response()
+		switch {
+		case why != "":
+			return false, fmt.Errorf("jsonrpc: invalid response: %s", why)
+		case r.Error != nil:
+			return false, r.Error
+		case result != nil:
+			return false, decodeResult(r.Result, result)
+		}
+		return false, nil
+	})
+	if err == nil && !answered {
+		err = errNoAnswer
+	}
+	return err
+}
+
+// Notify sends a notification, for which no answer comes; it returns once
+// the server has accepted it.
+func (c *HTTPClient) Notify(ctx context.Context, method string, params any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	resp, err := c.post(ctx, appendRequest(nil, "", method, raw), contentJSON)
+	if err != nil {
+		return err
+	}
+	drainClose(resp.Body)
+	return nil
+}
+
+// Batch sends calls as one JSON array in one POST and matches each answer
+// to its call by id, as [Client.Batch] does.
+func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
+	if len(calls) == 0 {
+		return errors.New("jsonrpc: empty batch")
+	}
+	ids := make(map[int64]*BatchCall, len(calls))
+	body := []byte{'['}
+	for i, bc := range calls {
+		raw, err := encodeParams(bc.Params)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			body = append(body, ',')
+		}
+		if bc.Notify {
+			body = appendRequest(body, "", bc.Method, raw)
+			continue
+		}
+		id := c.ids.Add(1)
+		ids[id] = bc
+		bc.Err = errNoAnswer
+		body = appendCall(body, id, bc.Method, raw)
+	}
+	body = append(body, ']')
+	resp, err := c.post(ctx, body, c.accept())
+	if err != nil {
+		for _, bc := range ids {
+			bc.Err = err
+		}
+		return err
+	}
+	defer drainClose(resp.Body)
+	return c.messages(resp, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
+		switch kind {
+		case lineObject:
+			if c.note(e) {
+				return true, nil
+			}
+			// A single error answer, such as a Parse error, for the
+			// whole batch.
+			if r, why := e.response(); why == "" && r.Error != nil {
+				for _, bc := range ids {
+					bc.Err = r.Error
+				}
+				return false, r.Error
+			}
+		case lineBatch:
+			for i := range batch {
+				id, ok := parseID(batch[i].id)
+				bc := ids[id]
+				if !ok || bc == nil {
+					continue
+				}
+				r, why := batch[i].response()
+				switch {
+				case why != "":
+					bc.Err = fmt.Errorf("jsonrpc: invalid response: %s", why)
+				case r.Error != nil:
+					bc.Err = r.Error
+				case bc.Result != nil:
+					bc.Err = decodeResult(r.Result, bc.Result)
+				default:
+					bc.Err = nil
+				}
+			}
+			return false, nil
+		}
+		return true, nil
+	})
+}
+
+// Stream calls a streaming method (see [Stream]) and returns its items as
+// the server sends them, as [Client.Stream] does: the request asks for
+// server-sent events, each "$/stream" notification for the call yields
+// one item, and the sequence ends with the answer (an error answer is the
+// last pair's error). Stopping the range early, or the end of ctx, drops
+// the request, which cancels the handler on a server that watches its
+// client.
+func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		raw, err := encodeParams(params)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		id := c.ids.Add(1)
+		resp, err := c.post(ctx, appendCall(nil, id, method, raw), contentSSE)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer drainClose(resp.Body)
+		quoted := strconv.AppendInt(nil, id, 10)
+		answered, stopped := false, false
+		err = c.messages(resp, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
+			if kind != lineObject {
+				return false, nil
+			}
+			if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamMethod {
+				if bytes.Equal(memberValue(e.params, "id"), quoted) {
+					item := append(json.RawMessage(nil), memberValue(e.params, "item")...)
+					if !yield(item, nil) {
+						stopped = true
+						return false, nil
+					}
+				}
+				return true, nil
+			}
+			if c.note(e) {
+				return true, nil
+			}
+			if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
+				return true, nil
+			}
+			answered = true
+			r, why := e.response()
+			if why != "" {
+				return false, fmt.Errorf("jsonrpc: invalid response: %s", why)
+			}
+			if r.Error != nil {
+				return false, r.Error
+			}
+			return false, nil
+		})
+		if stopped {
+			return
+		}
+		if err == nil && !answered {
+			err = errNoAnswer
+		}
+		if err != nil {
+			yield(nil, err)
+		}
+	}
+}
+
+// accept is the Accept header of a call: streams are welcome when
+// something takes the notifications they carry.
+func (c *HTTPClient) accept() string {
+	if c.OnNotify != nil {
+		return contentJSON + ", " + contentSSE
+	}
+	return contentJSON
+}
+
+// note hands a notification to OnNotify and reports whether e was one.
+func (c *HTTPClient) note(e *envelope) bool {
+	if e.method == nil || e.id != nil {
+		return false
+	}
+	if c.OnNotify != nil && e.checkRequest() == "" {
+		c.OnNotify(&Request{Method: string(methodName(e.method)), Params: e.params})
+	}
+	return true
+}
+
+// post sends body and returns the response, which has status 200, 202 or
+// 204; any other status is an *HTTPError.
+func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", contentJSON)
+	req.Header.Set("Accept", accept)
+	hc := c.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusAccepted, http.StatusNoContent:
+		return resp, nil
+	}
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	drainClose(resp.Body)
+	return nil, &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: head}
+}
+
+// drainClose reads a little of what is left of body, so that the
+// connection can be reused, and closes it.
+func drainClose(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, 4<<10)
+	_ = body.Close()
+}
+
+// messages calls f for each message of resp, whatever its framing, until
+// f reports false or fails; f's envelopes are valid only during the call.
+// A response without a body (202, 204) has no messages.
+func (c *HTTPClient) messages(resp *http.Response, f func(e *envelope, batch []envelope, kind lineKind) (bool, error)) error {
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	limit := c.MaxMessageSize
+	if limit <= 0 {
+		limit = DefaultMaxMessageSize
+	}
+	var (
+		one   envelope
+		batch []envelope
+	)
+	each := func(msg []byte) (bool, error) {
+		var kind lineKind
+		kind, batch = scanLine(msg, &one, batch, DefaultMaxBatch)
+		switch kind {
+		case lineObject, lineBatch:
+			return f(&one, batch, kind)
+		}
+		return false, fmt.Errorf("jsonrpc: the HTTP response holds a malformed message")
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case contentSSE:
+		sr := &sseReader{r: bufio.NewReader(resp.Body), max: limit}
+		for {
+			msg, err := sr.next()
+			if err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			if more, err := each(msg); !more || err != nil {
+				return err
+			}
+		}
+	case contentNDJSON:
+		lr := NewLineReader(resp.Body, limit)
+		for {
+			msg, err := lr.ReadMessage()
+			if err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			if more, err := each(msg); !more || err != nil {
+				return err
+			}
+		}
+	}
+	body, err := readBody(resp.Body, resp.ContentLength, limit)
+	if err != nil {
+		return err
+	}
+	_, err = each(body)
+	return err
+}
+
+// sseReader reads the data of server-sent events: the "data" lines of an
+// event, joined by newlines, once the blank line that ends it is read.
+// Other fields and comments are skipped. An event whose data is over max
+// bytes is an error that ends the stream.
+type sseReader struct {
+	r    *bufio.Reader
+	max  int
+	line []byte
+	data []byte
+}
+
+func (s *sseReader) next() ([]byte, error) {
+	s.data = s.data[:0]
+	has := false
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if err == io.EOF && has {
+				return s.data, nil
+			}
+			return nil, err
+		}
+		if len(line) == 0 {
+			if has {
+				return s.data, nil
+			}
+			continue
+		}
+		name, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			name, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		if string(name) != "data" {
+			continue // a comment, or a field other than data
+		}
+		if has {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, value...)
+		has = true
+		if len(s.data) > s.max {
+			return nil, &tooLargeError{s.max}
+		}
+	}
+}
+
+// readLine returns the next line without its ending ("\n", "\r\n" or
+// "\r" before "\n"); a line over the limit is an error.
+func (s *sseReader) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		s.line = append(s.line, chunk...)
+		if len(s.line) > s.max+2 {
+			return nil, &tooLargeError{s.max}
+		}
+		switch {
+		case err == nil:
+			line := s.line[:len(s.line)-1]
+			return bytes.TrimSuffix(line, []byte{'\r'}), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && len(s.line) > 0:
+			return bytes.TrimSuffix(s.line, []byte{'\r'}), nil
+		default:
+			return nil, err
+		}
+	}
+}
