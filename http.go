@@ -60,8 +60,9 @@ var errHTTPCall = errors.New("jsonrpc: an HTTP request cannot carry calls to the
 // dropping its request.
 //
 // Requests count as connections for Shutdown and Close: Shutdown lets
-// those in flight finish, Close cancels them, and once the server is
-// closed new requests get 503 Service Unavailable.
+// those in flight finish, Close cancels them (a request whose answer was
+// dropped so gets 503 Service Unavailable, if nothing was sent yet), and
+// once the server is closed new requests get 503 too.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -107,7 +108,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// returns.
 	out.mu.Lock()
 	out.done = true
-	if !out.started {
+	switch {
+	case out.started:
+	case c.isAborted():
+		// Close, or the client went away: the answer was dropped.
+		http.Error(w, "request abandoned", http.StatusServiceUnavailable)
+	default:
 		w.WriteHeader(http.StatusAccepted)
 	}
 	out.mu.Unlock()
