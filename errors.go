@@ -142,7 +142,9 @@ var ErrClosed = errors.New("jsonrpc: closed")
 var ErrServerClosed = errors.New("jsonrpc: server closed")
 
 // ErrNoConnection is returned by [Notify] and [Call] when their context does not come
-// from a handler that serves a connection.
+// from a handler that serves a connection, and wrapped by the error of a
+// Call from a handler serving an HTTP request (see [Server.ServeHTTP]),
+// which has no way back to the client.
 var ErrNoConnection = errors.New("jsonrpc: context has no connection")
 
 // ErrStreamOverflow is wrapped by the error that ends a [Client.Stream]

@@ -7,6 +7,7 @@ package jsonrpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -24,7 +25,7 @@ const (
 
 // errHTTPCall is why a handler serving an HTTP request cannot call the
 // client: nothing carries the answer back.
-var errHTTPCall = errors.New("jsonrpc: an HTTP request cannot carry calls to the client")
+var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the client", ErrNoConnection)
 
 // ServeHTTP serves JSON-RPC 2.0 over HTTP, with the Server's Handler and
 // limits and the same strictness as Serve: the body of a POST is one
@@ -54,10 +55,12 @@ var errHTTPCall = errors.New("jsonrpc: an HTTP request cannot carry calls to the
 // the handler's notifications are dropped (Notify returns nil).
 //
 // The handler's context is the request's: it is cancelled when the client
-// goes away. [HTTPRequestFromContext] returns the *http.Request, for its
-// headers. A handler cannot call the client ([Call] fails at once), nor
-// does the cancel notification apply: the client cancels a call by
-// dropping its request.
+// goes away, since no one is left to read the answer. [HTTPRequestFromContext]
+// returns the *http.Request, for its headers. A handler cannot call the
+// client ([Call] fails at once with an error wrapping [ErrNoConnection]),
+// nor does the cancel notification apply: the client cancels a call by
+// dropping its request. The 202 of a body of notifications is sent once
+// their handlers have returned.
 //
 // Requests count as connections for Shutdown and Close: Shutdown lets
 // those in flight finish, Close cancels them (a request whose answer was

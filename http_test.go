@@ -271,7 +271,11 @@ func TestHTTPContext(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	mux.HandleFunc("callback", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-		return nil, jsonrpc.Call(ctx, "roots/list", nil, nil)
+		err := jsonrpc.Call(ctx, "roots/list", nil, nil)
+		if errors.Is(err, jsonrpc.ErrNoConnection) {
+			return nil, jsonrpc.Errorf(-32001, "no callback: %v", err)
+		}
+		return nil, err
 	})
 	srv := &jsonrpc.Server{Handler: mux}
 	ts := httptest.NewServer(srv)
@@ -288,7 +292,7 @@ func TestHTTPContext(t *testing.T) {
 	err := c.Call(t.Context(), "callback", nil, nil)
 	var werr *jsonrpc.Error
 	require.ErrorAs(t, err, &werr)
-	assert.Equal(t, jsonrpc.CodeInternalError, werr.Code)
+	assert.Equal(t, jsonrpc.Code(-32001), werr.Code, "Call's error wraps ErrNoConnection")
 
 	// A client that hangs up cancels the handler.
 	ctx, cancel := context.WithCancel(t.Context())
