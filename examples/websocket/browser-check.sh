@@ -21,8 +21,15 @@ if [ ! -x "$chromium" ]; then
 	echo "installing Debian's chromium package"
 	sudo=()
 	[ "$(id -u)" = 0 ] || sudo=(sudo)
-	"${sudo[@]}" apt-get update -q >/dev/null
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends chromium >/dev/null
+	log=$(mktemp)
+	if ! { "${sudo[@]}" apt-get update -q &&
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; } >"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
+		echo "browser check FAILED: could not install chromium" >&2
+		exit 1
+	fi
+	rm -f "$log"
 fi
 
 tmp=$(mktemp -d)

@@ -124,7 +124,14 @@ async function main() {
     }, "1,2,3 then 3"],
     ["notes", 'notification note {"text":"hi"}, then notes', async () => {
       rpc.notify("note", { text: "hi" });
-      return JSON.stringify(await rpc.call("notes", {}));
+      // A notification gets no answer, and the server may start the calls
+      // after it before it has run: wait for its effect, for a while.
+      let notes = [];
+      for (let i = 0; i < 100 && notes.length === 0; i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        notes = await rpc.call("notes", {});
+      }
+      return JSON.stringify(notes);
     }, '["hi"]'],
     ["batch", "[add [1, 2], nope, notification note]", async () => {
       const answers = await rpc.batch([["add", [1, 2]], ["nope", {}], ["note", { text: "batched" }, true]]);
