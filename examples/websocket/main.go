@@ -166,6 +166,10 @@ func newHandler(rpc *jsonrpc.Server, logger *slog.Logger) http.Handler {
 		}
 		s := newStream(context.WithValue(r.Context(), sessionKey{}, new(session)), c)
 		defer s.Close()
+		// At the end of its input Serve waits for the handlers in flight,
+		// however long they take. Here the end of the input means that
+		// the peer has gone, so Serve runs under the stream's context,
+		// which ends with reading, and the handlers' contexts end too.
 		err = rpc.Serve(s.Context(), s, s)
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, jsonrpc.ErrServerClosed) {
 			logger.Debug("connection ended", "remote", r.RemoteAddr, "err", err)

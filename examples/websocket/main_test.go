@@ -342,3 +342,36 @@ func TestOrigin(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
+
+// TestPeerGoneEndsHandlers closes the connection, without a closing
+// handshake, while a handler waits on its context alone: the handler's
+// context ends, since Serve runs under the stream's (left to itself,
+// Serve would wait for the handler without limit at the end of its
+// input).
+func TestPeerGoneEndsHandlers(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	started, ended := make(chan struct{}), make(chan struct{})
+	rpc := &jsonrpc.Server{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		close(ended)
+		return nil, ctx.Err()
+	})}
+	hs := httptest.NewServer(newHandler(rpc, slog.New(slog.DiscardHandler)))
+	t.Cleanup(hs.Close)
+	s := &server{rpc: rpc, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/rpc", hs: hs}
+
+	c := s.dial(t)
+	send(t, c, `{"jsonrpc":"2.0","id":1,"method":"wait"}`)
+	for _, ch := range []chan struct{}{started, ended} {
+		if ch == ended {
+			require.NoError(t, c.CloseNow())
+		}
+		select {
+		case <-ch:
+		case <-time.After(waitTimeout):
+			t.Fatal("the handler did not start, or did not end with the connection")
+		}
+	}
+}

@@ -84,6 +84,9 @@ func (s *stream) Read(p []byte) (int, error) {
 			s.r = r
 		}
 		n, err := s.r.Read(p)
+		if err != nil && err != io.EOF {
+			s.cancel() // the connection broke inside a message
+		}
 		for i, b := range p[:n] {
 			if b == '\n' {
 				p[i] = '\r'
