@@ -1,0 +1,219 @@
+// Command websocket serves JSON-RPC 2.0 over WebSocket with package
+// jsonrpc, which itself has no WebSocket code and no dependency: this
+// example brings github.com/coder/websocket, in a module of its own, and a
+// browser page that talks to the server.
+//
+// It serves the page at / and the JSON-RPC endpoint at /rpc, where each
+// WebSocket text message is one JSON-RPC message: a request, a
+// notification, a response or a batch. That is what a browser does
+// naturally (ws.send(JSON.stringify(msg)) and JSON.parse(event.data)), and
+// what other JSON-RPC servers over WebSocket expect. The mapping is a
+// small adapter, stream in stream.go, that makes a connection look like
+// the newline-delimited stream the library reads and writes: each message
+// read becomes one line, each line written becomes one message. So the
+// library's default framing serves it, with its limits (a message over
+// MaxMessageSize is dropped as it arrives and answered with -32600, and
+// the connection goes on) and its answers to broken input (-32700 for a
+// message that is not JSON).
+//
+// The library could also run on websocket.NetConn, which turns a
+// connection into a net.Conn, but a net.Conn is a byte stream: every
+// Write becomes a message, whatever it holds, and the messages read run
+// together. The library writes several answers in one Write when they are
+// ready together, and reads lines, so a browser would have to end each
+// message with "\n" and split what it receives at each "\n". The adapter
+// keeps those details on the server.
+//
+// Both sides call: the page calls the server's methods, and "hello" calls
+// the page back (its method "whoami") with jsonrpc.Call, on the same
+// connection, before answering. The methods are:
+//
+//	add       [a, b] -> a + b
+//	echo      any params -> the same params, byte for byte
+//	hello     {} -> "hello, " + what the caller's "whoami" answers
+//	count     {"n": n} -> the items 1..n as $/stream notifications, then n
+//	note      notification {"text": t}: remembers t for this connection
+//	notes     {} -> the texts noted so far on this connection
+//
+// Usage:
+//
+//	go run . [-addr 127.0.0.1:8080]
+//
+// then open http://127.0.0.1:8080/ in a browser. The page runs its calls
+// and shows each answer; browser-check.sh does the same in headless
+// Chromium and checks the answers. The server stops on SIGINT or SIGTERM,
+// letting the calls in flight finish.
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+//go:embed page
+var pageFiles embed.FS
+
+// maxMessageSize is the largest message the server reads, in bytes.
+const maxMessageSize = 1 << 20
+
+// session is what the server keeps for one connection.
+type session struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+type sessionKey struct{}
+
+// sessionFrom returns the session of the connection that ctx serves.
+func sessionFrom(ctx context.Context) *session {
+	return ctx.Value(sessionKey{}).(*session)
+}
+
+// newMux returns the methods the example serves.
+func newMux() *jsonrpc.Mux {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("add", jsonrpc.Func(func(ctx context.Context, p [2]int) (int, error) {
+		return p[0] + p[1], nil
+	}))
+	mux.HandleFunc("echo", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	mux.Handle("hello", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
+		var name string
+		if err := jsonrpc.Call(ctx, "whoami", nil, &name); err != nil {
+			return "", fmt.Errorf("asking the caller who it is: %w", err)
+		}
+		return "hello, " + name, nil
+	}))
+	mux.Handle("count", jsonrpc.Stream(func(ctx context.Context, p struct {
+		N int `json:"n"`
+	}) iter.Seq2[int, error] {
+		return func(yield func(int, error) bool) {
+			if p.N < 0 || p.N > 1000 {
+				yield(0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "n is %d, not between 0 and 1000", p.N))
+				return
+			}
+			for i := 1; i <= p.N; i++ {
+				if !yield(i, nil) {
+					return
+				}
+			}
+		}
+	}))
+	mux.Handle("note", jsonrpc.Func(func(ctx context.Context, p struct {
+		Text string `json:"text"`
+	}) (any, error) {
+		s := sessionFrom(ctx)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.notes = append(s.notes, p.Text)
+		return nil, nil
+	}))
+	mux.Handle("notes", jsonrpc.Func(func(ctx context.Context, _ struct{}) ([]string, error) {
+		s := sessionFrom(ctx)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return append([]string{}, s.notes...), nil
+	}))
+	return mux
+}
+
+// newRPCServer returns the server that serves every WebSocket connection.
+func newRPCServer(logger *slog.Logger) *jsonrpc.Server {
+	return &jsonrpc.Server{
+		Handler:         newMux(),
+		Logger:          logger,
+		MaxMessageSize:  maxMessageSize,
+		HideErrorDetail: true, // the page's users need not see Go's error texts
+	}
+}
+
+// newHandler returns the HTTP handler of the example: the page at / and
+// JSON-RPC over WebSocket at /rpc, served by rpc.
+func newHandler(rpc *jsonrpc.Server, logger *slog.Logger) http.Handler {
+	page, err := fs.Sub(pageFiles, "page")
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /", http.FileServerFS(page))
+	mux.HandleFunc("GET /rpc", func(w http.ResponseWriter, r *http.Request) {
+		// Accept refuses a request whose Origin is not the page's own
+		// host, so that another site's page cannot call the server with
+		// its visitors' browsers; AcceptOptions.OriginPatterns lets more
+		// origins in.
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			logger.Debug("websocket accept", "remote", r.RemoteAddr, "err", err)
+			return
+		}
+		s := newStream(context.WithValue(r.Context(), sessionKey{}, new(session)), c)
+		defer s.Close()
+		// At the end of its input Serve waits for the handlers in flight,
+		// however long they take. Here the end of the input means that
+		// the peer has gone, so Serve runs under the stream's context,
+		// which ends with reading, and the handlers' contexts end too.
+		err = rpc.Serve(s.Context(), s, s)
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, jsonrpc.ErrServerClosed) {
+			logger.Debug("connection ended", "remote", r.RemoteAddr, "err", err)
+		}
+	})
+	return mux
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "`address` to listen on")
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		logger.Error("listen", "err", err)
+		os.Exit(1)
+	}
+	rpc := newRPCServer(logger)
+	hs := &http.Server{Handler: newHandler(rpc, logger), ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving", "url", "http://"+ln.Addr().String()+"/")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		logger.Error("serve", "err", err)
+		os.Exit(1)
+	case <-ctx.Done():
+	}
+
+	// http.Server.Shutdown stops accepting and waits for plain requests,
+	// but not for the WebSocket connections, which it no longer tracks:
+	// the jsonrpc server stops those, letting their calls finish.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		logger.Error("http shutdown", "err", err)
+	}
+	if err := rpc.Shutdown(shutdownCtx); err != nil {
+		logger.Error("jsonrpc shutdown", "err", err)
+		rpc.Close()
+	}
+	logger.Info("stopped")
+}
