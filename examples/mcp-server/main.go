@@ -1,5 +1,6 @@
-// Command mcp-server is a Model Context Protocol server that speaks over its
-// standard input and output, built on package jsonrpc alone.
+// Command mcp-server is a Model Context Protocol server built on package
+// jsonrpc alone. It speaks over its standard input and output, or, with
+// -http, over MCP's Streamable HTTP transport.
 //
 // It answers initialize, ping, tools/list and tools/call, and offers three
 // tools: "echo" returns its text; "count" counts to n, 20 ms a step,
@@ -14,16 +15,52 @@
 //
 //	go build -o mcp-server ./examples/mcp-server
 //	npx @modelcontextprotocol/inspector ./mcp-server
+//
+// # Streamable HTTP
+//
+// With -http ADDR it serves the Streamable HTTP transport instead, in its
+// stateless form, at the path /mcp of the TCP address ADDR, and prints the
+// endpoint's URL on standard output once it listens (ADDR may name port
+// 0); it stops on SIGINT or SIGTERM, and exits 0:
+//
+//	./mcp-server -http 127.0.0.1:8080
+//	npx @modelcontextprotocol/inspector  # transport "Streamable HTTP", URL http://127.0.0.1:8080/mcp
+//
+// Every message from the client is a POST of its own and nothing is kept
+// between them: no session id is issued, GET (the standalone event stream)
+// and DELETE (the end of a session) get 405 Method Not Allowed. A call is
+// answered with application/json, or with text/event-stream when the tool
+// sends progress before its result; a notification gets 202 Accepted. A
+// request whose Origin header is not a loopback origin gets 403 Forbidden
+// (a web page that DNS rebinding points at the port cannot drive the
+// server), and one whose MCP-Protocol-Version header names a version the
+// server does not speak gets 400 Bad Request. Listen on a loopback address
+// unless something in front authenticates the clients.
+//
+// What statelessness takes away:
+//   - The server cannot call the client: no response to a POST can carry
+//     a request back. tools/list leaves out "roots" over HTTP, and a call
+//     of it anyway is a tool error (isError) that says so.
+//   - notifications/cancelled cannot stop a call: it comes in a POST of
+//     its own, and without a session nothing tells whose request id it
+//     names, so it is accepted and ignored. A call stops when the client
+//     drops its HTTP request (closing the transport does): the tool's
+//     context is cancelled then.
+//   - A client that accepts only application/json gets no progress.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
@@ -84,6 +121,15 @@ func initialize(ctx context.Context, p struct {
 	}, nil
 }
 
+// listTools lists the tools, but for roots over HTTP, where it cannot work.
+func listTools(ctx context.Context, _ struct{}) (any, error) {
+	list := tools
+	if jsonrpc.HTTPRequestFromContext(ctx) != nil {
+		list = slices.DeleteFunc(slices.Clone(tools), func(t tool) bool { return t.Name == "roots" })
+	}
+	return map[string]any{"tools": list}, nil
+}
+
 // callTool runs a tool. A failing tool is a result with isError set, as
 // MCP asks, so that the model sees what went wrong; an unknown tool is a
 // protocol error.
@@ -142,7 +188,13 @@ func count(ctx context.Context, p callParams) (string, error) {
 	return fmt.Sprintf("counted to %d", args.N), nil
 }
 
+// errNoCallback is the roots tool's error over HTTP.
+var errNoCallback = errors.New("this server cannot ask the client for its roots over stateless HTTP: use stdio")
+
 func roots(ctx context.Context, p callParams) (string, error) {
+	if jsonrpc.HTTPRequestFromContext(ctx) != nil {
+		return "", errNoCallback // jsonrpc.Call would fail at once
+	}
 	var list struct {
 		Roots []struct {
 			URI  string `json:"uri"`
@@ -160,13 +212,14 @@ func roots(ctx context.Context, p callParams) (string, error) {
 }
 
 func main() {
+	httpAddr := flag.String("http", "", "serve MCP's stateless Streamable HTTP transport at /mcp on this TCP `address` instead of stdio")
+	flag.Parse()
+
 	mux := new(jsonrpc.Mux)
 	mux.Handle("initialize", jsonrpc.Func(initialize))
 	mux.HandleFunc("notifications/initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
 	mux.Handle("ping", jsonrpc.Func(func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil }))
-	mux.Handle("tools/list", jsonrpc.Func(func(context.Context, struct{}) (any, error) {
-		return map[string]any{"tools": tools}, nil
-	}))
+	mux.Handle("tools/list", jsonrpc.Func(listTools))
 	mux.Handle("tools/call", jsonrpc.Func(callTool))
 
 	srv := &jsonrpc.Server{
@@ -174,7 +227,15 @@ func main() {
 		Logger:  logger,
 		Cancel:  jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true},
 	}
-	if err := srv.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
+	var err error
+	if *httpAddr != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = serveHTTP(ctx, srv, *httpAddr, os.Stdout)
+		stop()
+	} else {
+		err = srv.Serve(context.Background(), os.Stdin, os.Stdout)
+	}
+	if err != nil {
 		logger.Error("serve", "err", err)
 		os.Exit(1)
 	}
