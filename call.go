@@ -128,6 +128,9 @@ func (c *conn) add(p *pending) (int64, error) {
 		c.pmu.Unlock()
 		return 0, err
 	}
+	if c.pending == nil {
+		c.pending = make(map[int64]*pending)
+	}
 	c.pending[id] = p
 	c.awaiting.Store(int64(len(c.pending)))
 	c.pmu.Unlock()
@@ -575,7 +578,7 @@ func (c *conn) failCalls(cause error) {
 	}
 	c.callErr = &closedError{cause: cause}
 	ps := c.pending
-	c.pending = make(map[int64]*pending)
+	c.pending = nil
 	c.awaiting.Store(0)
 	c.pmu.Unlock()
 	for _, p := range ps {

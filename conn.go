@@ -173,7 +173,6 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		onNotify:     cfg.onNotify,
 		onUnknown:    cfg.onUnknown,
 		streamBuffer: cfg.streamBuffer,
-		pending:      make(map[int64]*pending),
 		finished:     make(chan struct{}),
 		aborted:      make(chan struct{}),
 		readDone:     make(chan struct{}),
@@ -181,7 +180,10 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	if c.in == nil {
 		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
 	}
-	c.cancelQuoted = string(appendString(nil, c.cancelConv.method()))
+	c.cancelQuoted = `"` + CancelMethod + `"`
+	if c.cancelConv.Method != "" {
+		c.cancelQuoted = string(appendString(nil, c.cancelConv.method()))
+	}
 	if c.streamBuffer <= 0 {
 		c.streamBuffer = DefaultMaxStreamBuffer
 	}
@@ -190,7 +192,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		c.handler = (*Mux)(nil)
 	}
 	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.log = discardLogger
 	}
 	if c.maxBatch <= 0 {
 		c.maxBatch = DefaultMaxBatch
@@ -222,7 +224,12 @@ func (c *conn) serve(ctx context.Context) error {
 	if c.idle > 0 {
 		defer c.watchIdle()()
 	}
-	go c.readLoop(newReadState(), false)
+	if c.in.mode == modeWhole {
+		// An HTTP body, read already: its goroutine serves it.
+		c.readLoop(newReadState(), false)
+	} else {
+		go c.readLoop(newReadState(), false)
+	}
 
 	select {
 	case <-c.finished:
@@ -241,16 +248,20 @@ func (c *conn) serve(ctx context.Context) error {
 		}
 		drain.Stop()
 	}
-	grace := time.NewTimer(c.grace)
 	select {
 	case <-c.finished:
-	case <-grace.C:
-		// Abandon what is still running; unblock a stuck writer.
-		if wc, ok := c.w.(io.Closer); ok && c.out.busy() {
-			_ = wc.Close()
+	default:
+		grace := time.NewTimer(c.grace)
+		select {
+		case <-c.finished:
+		case <-grace.C:
+			// Abandon what is still running; unblock a stuck writer.
+			if wc, ok := c.w.(io.Closer); ok && c.out.busy() {
+				_ = wc.Close()
+			}
 		}
+		grace.Stop()
 	}
-	grace.Stop()
 	_ = c.out.Flush()
 	c.cancel(context.Canceled)
 	c.timer.Stop()
@@ -469,7 +480,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 			if c.ended != nil {
 				c.endOnce.Do(func() { close(c.ended) })
 			}
-			c.flushAsync()
+			c.flushFromReader() // nothing is left to read: no deadlock
 			return
 		}
 		if !c.handleLine(rs, line) {

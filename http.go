@@ -72,7 +72,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "JSON-RPC requests must be POSTed", http.StatusMethodNotAllowed)
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != contentJSON {
+	if !isJSONType(r.Header.Get("Content-Type")) {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}
@@ -120,6 +120,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 	}
 	out.mu.Unlock()
+}
+
+// isJSONType reports whether a Content-Type is application/json, with any
+// parameters (charset=utf-8), as mime.ParseMediaType would read it but
+// without its allocations.
+func isJSONType(ct string) bool {
+	mt, params, _ := strings.Cut(ct, ";")
+	if !strings.EqualFold(strings.TrimSpace(mt), contentJSON) {
+		return false
+	}
+	if strings.TrimSpace(params) == "" {
+		return true
+	}
+	_, _, err := mime.ParseMediaType(ct)
+	return err == nil
 }
 
 // readBody reads a request body of at most limit bytes; size is its

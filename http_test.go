@@ -633,3 +633,44 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	}
 	ts.CloseClientConnections()
 }
+
+// BenchmarkServeHTTP measures ServeHTTP alone, without a network: what
+// the library adds to each HTTP call on the server's side.
+func BenchmarkServeHTTP(b *testing.B) {
+	mux := jsonrpc.NewMux()
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	srv := &jsonrpc.Server{Handler: mux}
+	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}`
+	want := `{"jsonrpc":"2.0","id":1,"result":{"a":1}}` + "\n"
+	rd := strings.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, "/", rd)
+	req.Header.Set("Content-Type", "application/json")
+	w := &discardResponse{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(body)
+		w.n = 0
+		clear(w.h)
+		srv.ServeHTTP(w, req)
+		if w.code != http.StatusOK || w.n != len(want) {
+			b.Fatalf("status %d, %d bytes", w.code, w.n)
+		}
+	}
+}
+
+// discardResponse is an http.ResponseWriter that keeps only the status
+// and the number of bytes written.
+type discardResponse struct {
+	h    http.Header
+	code int
+	n    int
+}
+
+func (d *discardResponse) Header() http.Header { return d.h }
+func (d *discardResponse) WriteHeader(code int) { d.code = code }
+func (d *discardResponse) Write(p []byte) (int, error) {
+	d.n += len(p)
+	return len(p), nil
+}

@@ -142,9 +142,13 @@ func retryAccept(err error) bool {
 	return false
 }
 
+// discardLogger is the logger of a connection given none. It is never
+// changed.
+var discardLogger = slog.New(slog.DiscardHandler)
+
 func (s *Server) logger() *slog.Logger {
 	if s.Logger == nil {
-		return slog.New(slog.DiscardHandler)
+		return discardLogger
 	}
 	return s.Logger
 }

@@ -26,15 +26,16 @@ type readState struct {
 	state   atomic.Uint64
 	current atomic.Int32 // index in unit.tasks of the task running inline
 
-	env    envelope
-	batch  []envelope
-	unit   unit
-	slab   []reqCtx
-	arena  arena
-	names  map[string]*method // passed on with the reading role
-	buf    []byte             // scratch for batch responses
-	cancel envelope
-	sample int // counts inline runs; one in sampleEvery is timed
+	env      envelope
+	batch    []envelope
+	unit     unit
+	slab     []reqCtx
+	slabSize int // the size of the last block of slab
+	arena    arena
+	names    map[string]*method // passed on with the reading role
+	buf      []byte             // scratch for batch responses
+	cancel   envelope
+	sample   int // counts inline runs; one in sampleEvery is timed
 
 	bufSize atomic.Int64 // size of the read buffer the unit running inline holds
 	charged int          // guarded by conn.mu: bytes charged by the handoff

@@ -340,7 +340,9 @@ func (a *arena) str(b []byte) string {
 		return string(b)
 	}
 	if cap(a.block)-len(a.block) < len(b) {
-		a.block = make([]byte, 0, arenaBlock)
+		// Blocks start small, for short connections (one HTTP request),
+		// and double up to arenaBlock.
+		a.block = make([]byte, 0, min(max(2*cap(a.block), 256, len(b)), arenaBlock))
 	}
 	start := len(a.block)
 	a.block = append(a.block, b...)
