@@ -668,7 +668,7 @@ type discardResponse struct {
 	n    int
 }
 
-func (d *discardResponse) Header() http.Header { return d.h }
+func (d *discardResponse) Header() http.Header  { return d.h }
 func (d *discardResponse) WriteHeader(code int) { d.code = code }
 func (d *discardResponse) Write(p []byte) (int, error) {
 	d.n += len(p)
