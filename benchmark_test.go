@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +156,42 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 }
 
+// BenchmarkSocketRoundTrip compares, in one run, the round trip over an
+// io.Pipe with the same over a loopback TCP connection between Dial and
+// ServeListener: what the socket costs.
+func BenchmarkSocketRoundTrip(b *testing.B) {
+	for _, callers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("transport=pipe/callers=%d", callers), func(b *testing.B) {
+			roundTrips(b, context.Background(), callers)
+		})
+		b.Run(fmt.Sprintf("transport=tcp/callers=%d", callers), func(b *testing.B) {
+			tcpRoundTrips(b, callers)
+		})
+	}
+}
+
+func tcpRoundTrips(b *testing.B, callers int) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &jsonrpc.Server{Handler: benchMux()}
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeListener(context.Background(), l) }()
+	client, err := jsonrpc.Dial(context.Background(), "tcp", l.Addr().String(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	callLoop(b, context.Background(), client, callers)
+	client.Close()
+	if err := srv.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := <-served; !errors.Is(err, jsonrpc.ErrServerClosed) {
+		b.Fatal(err)
+	}
+}
+
 // roundTrips runs calls from callers goroutines with ctx until b is done.
 func roundTrips(b *testing.B, ctx context.Context, callers int) {
 	serverIn, clientOut := io.Pipe()
@@ -164,6 +202,17 @@ func roundTrips(b *testing.B, ctx context.Context, callers int) {
 		serverOut.Close()
 	}()
 	client := jsonrpc.NewClient(clientIn, clientOut, nil)
+	callLoop(b, ctx, client, callers)
+	clientOut.Close()
+	if err := <-served; err != nil {
+		b.Fatal(err)
+	}
+	client.Close()
+}
+
+// callLoop calls "echo" on client from callers goroutines until b is
+// done, and checks every answer.
+func callLoop(b *testing.B, ctx context.Context, client *jsonrpc.Client, callers int) {
 	params := json.RawMessage(`[1,"hello"]`)
 	b.ReportAllocs()
 	var mu sync.Mutex
@@ -175,12 +224,19 @@ func roundTrips(b *testing.B, ctx context.Context, callers int) {
 			if err := client.Call(ctx, "echo", params, &out); err != nil {
 				b.Fatal(err)
 			}
+			if string(out) != string(params) {
+				b.Fatalf("echo returned %s", out)
+			}
 		}
 	} else {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				var out json.RawMessage
-				if err := client.Call(ctx, "echo", params, &out); err != nil {
+				err := client.Call(ctx, "echo", params, &out)
+				if err == nil && string(out) != string(params) {
+					err = fmt.Errorf("echo returned %s", out)
+				}
+				if err != nil {
 					mu.Lock()
 					failed = err
 					mu.Unlock()
@@ -189,11 +245,6 @@ func roundTrips(b *testing.B, ctx context.Context, callers int) {
 			}
 		})
 	}
-	clientOut.Close()
-	if err := <-served; err != nil {
-		b.Fatal(err)
-	}
-	client.Close()
 	if failed != nil {
 		b.Fatal(failed)
 	}
