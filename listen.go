@@ -20,6 +20,10 @@ const DefaultMaxConns = 1024
 // errIdle ends a connection that stayed idle for the server's IdleTimeout.
 var errIdle = errors.New("jsonrpc: connection idle")
 
+// errStalled ends a connection whose peer stopped reading for the server's
+// IdleTimeout.
+var errStalled = errors.New("jsonrpc: the peer stopped reading")
+
 // ServeListener accepts connections on l and serves each one, as Serve
 // serves a stream, on goroutines of its own, until l fails, ctx ends, or
 // the server is shut down or closed. It returns only once every
@@ -213,15 +217,20 @@ func dial(ctx context.Context, network, address string) (net.Conn, error) {
 // watchIdle closes the connection once it has been idle for c.idle: no
 // whole message read, nothing running, queued or awaited. It checks four
 // times per period, so the connection ends between one and one and a
-// quarter periods after its last activity.
+// quarter periods after its last activity. A connection whose peer has
+// stopped reading, so that one write has been in flight for the whole
+// period, is aborted, whatever its handlers are doing: they may be
+// waiting to write.
 func (c *conn) watchIdle() (stop func()) {
 	every := max(c.idle/4, time.Millisecond)
 	var (
-		mu      sync.Mutex
-		stopped bool
-		seen    = c.seen.Load()
-		since   = time.Now()
-		t       *time.Timer
+		mu         sync.Mutex
+		stopped    bool
+		seen       = c.seen.Load()
+		since      = time.Now()
+		writes     uint64
+		stallSince time.Time
+		t          *time.Timer
 	)
 	t = time.AfterFunc(every, func() {
 		mu.Lock()
@@ -229,9 +238,20 @@ func (c *conn) watchIdle() (stop func()) {
 		if stopped {
 			return
 		}
+		now := time.Now()
+		writing, n := c.out.progress()
+		switch {
+		case !writing || n != writes:
+			writes, stallSince = n, time.Time{}
+		case stallSince.IsZero():
+			stallSince = now
+		case now.Sub(stallSince) >= c.idle:
+			c.abort(errStalled)
+			return
+		}
 		if n := c.seen.Load(); n != seen || c.busy() {
-			seen, since = n, time.Now()
-		} else if time.Since(since) >= c.idle {
+			seen, since = n, now
+		} else if now.Sub(since) >= c.idle {
 			c.stopReading(errIdle, true)
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -360,4 +361,35 @@ func (c *rawConn) recvErr() string {
 		c.t.Fatalf("got %q, want the connection to end", line)
 	}
 	return fmt.Sprint(err)
+}
+
+// TestListenerStalledPeer sends requests for large answers and never
+// reads them: once the server's write has been stuck for IdleTimeout, the
+// connection is dropped, handlers and all, and Shutdown finds nothing
+// left to wait for.
+func TestListenerStalledPeer(t *testing.T) {
+	checkLeaks(t)
+	mux := jsonrpc.NewMux()
+	big := strings.Repeat("x", 256<<10)
+	mux.HandleFunc("big", func(context.Context, *jsonrpc.Request) (any, error) { return big, nil })
+	srv := &jsonrpc.Server{Handler: mux, IdleTimeout: 200 * time.Millisecond}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	addr, errc := listen(t, ctx, srv)
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.(*net.TCPConn).SetReadBuffer(4096))
+	go func() {
+		for i := 0; ; i++ {
+			if _, err := fmt.Fprintf(nc, `{"jsonrpc":"2.0","id":%d,"method":"big"}`+"\n", i); err != nil {
+				return // the server dropped us
+			}
+		}
+	}()
+	shut, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	time.Sleep(time.Second) // the server's writes fill the socket and stall
+	require.NoError(t, srv.Shutdown(shut), "the stalled connection was dropped")
+	assert.ErrorIs(t, <-errc, jsonrpc.ErrServerClosed)
 }

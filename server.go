@@ -106,8 +106,10 @@ type Server struct {
 	// IdleTimeout, if positive, closes a connection accepted by
 	// ServeListener once it has had no request in flight and no whole
 	// message read for that long (up to a quarter more). A peer that
-	// trickles a message slower than that is closed too. Zero means no
-	// limit.
+	// trickles a message slower than that is closed too, and so is one
+	// that stops reading: a connection whose one write has not ended for
+	// IdleTimeout is closed at once, its handlers cancelled. Zero means
+	// no limit.
 	IdleTimeout time.Duration
 
 	mu        sync.Mutex

@@ -250,6 +250,7 @@ type LineWriter struct {
 	buf     []byte
 	spare   []byte
 	writing bool
+	writes  uint64 // writes ended
 	err     error
 	closed  atomic.Bool
 
@@ -504,6 +505,7 @@ func (lw *LineWriter) flushLocked() error {
 		lw.mu.Unlock()
 		_, err := lw.w.Write(data)
 		lw.mu.Lock()
+		lw.writes++
 		lw.writing = false
 		lw.spare = data[:0]
 		if err != nil && lw.err == nil {
@@ -566,6 +568,14 @@ func (lw *LineWriter) busy() bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.writing
+}
+
+// progress reports whether a write is in flight, and how many writes have
+// ended so far.
+func (lw *LineWriter) progress() (writing bool, writes uint64) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.writing, lw.writes
 }
 
 // Err returns the writer's sticky error, or nil.
