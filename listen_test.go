@@ -212,7 +212,9 @@ func TestListenerIdleTimeout(t *testing.T) {
 		}
 	}()
 	assert.Equal(t, "EOF", quiet.recvErr(), "an idle connection is closed")
-	assert.Equal(t, "EOF", trickle.recvErr(), "a trickling one too")
+	// Closed with part of a message unread, the socket may be reset
+	// rather than ended: either way it is gone.
+	assert.Regexp(t, "^EOF$|connection reset", trickle.recvErr(), "a trickling one too")
 	close(stopTrickle)
 	time.Sleep(300 * time.Millisecond) // past the timeout again
 	close(release)
