@@ -94,23 +94,15 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 		if kind != lineObject {
 			return false, nil
 		}
-		if c.note(e) {
-			return true, nil
-		}
-		if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
+		res, found, err := c.answerTo(e, id)
+		if !found {
 			return true, nil
 		}
 		answered = true
-		r, why := e.response()
-		switch {
-		case why != "":
-			return false, fmt.Errorf("jsonrpc: invalid response: %s", why)
-		case r.Error != nil:
-			return false, r.Error
-		case result != nil:
-			return false, decodeResult(r.Result, result)
+		if err == nil && result != nil {
+			err = decodeResult(res, result)
 		}
-		return false, nil
+		return false, err
 	})
 	if err == nil && !answered {
 		err = errNoAnswer
@@ -245,21 +237,9 @@ func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter
 				}
 				return true, nil
 			}
-			if c.note(e) {
-				return true, nil
-			}
-			if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
-				return true, nil
-			}
-			answered = true
-			r, why := e.response()
-			if why != "" {
-				return false, fmt.Errorf("jsonrpc: invalid response: %s", why)
-			}
-			if r.Error != nil {
-				return false, r.Error
-			}
-			return false, nil
+			_, found, err := c.answerTo(e, id)
+			answered = found
+			return !found, err
 		})
 		if stopped {
 			return
@@ -280,6 +260,26 @@ func (c *HTTPClient) accept() string {
 		return contentJSON + ", " + contentSSE
 	}
 	return contentJSON
+}
+
+// answerTo reports whether e, one message of a response, is the answer to
+// the call id, and returns its result or the error it carries. A
+// notification goes to OnNotify; other messages are skipped.
+func (c *HTTPClient) answerTo(e *envelope, id int64) (result []byte, found bool, err error) {
+	if c.note(e) {
+		return nil, false, nil
+	}
+	if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
+		return nil, false, nil
+	}
+	r, why := e.response()
+	switch {
+	case why != "":
+		return nil, true, fmt.Errorf("jsonrpc: invalid response: %s", why)
+	case r.Error != nil:
+		return nil, true, r.Error
+	}
+	return r.Result, true, nil
 }
 
 // note hands a notification to OnNotify and reports whether e was one.
