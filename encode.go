@@ -75,17 +75,23 @@ func encodeValue(v any) ([]byte, error) {
 	case nil:
 		return nullID, nil
 	case json.RawMessage:
-		if v == nil {
-			return nullID, nil
-		}
-		if !validJSON(v) {
-			return nil, errors.New("json.RawMessage is not valid JSON")
-		}
-		return oneLine(v), nil
+		return encodeRaw(v)
 	case string:
 		return appendString(nil, v), nil
 	}
 	return json.Marshal(v)
+}
+
+// encodeRaw encodes a raw result or stream item: nil is null, and
+// anything else passes through as it is, once checked.
+func encodeRaw(v json.RawMessage) ([]byte, error) {
+	if v == nil {
+		return nullID, nil
+	}
+	if !validJSON(v) {
+		return nil, errors.New("json.RawMessage is not valid JSON")
+	}
+	return oneLine(v), nil
 }
 
 // encodeParams encodes the params of a notification or request, which must

@@ -617,7 +617,18 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 			return nil, ErrMethodNotFound, true
 		}
 	}
-	v, err := h.ServeJSONRPC(rc, &t.req)
+	// A RawHandlerFunc is called directly, so that its result is not
+	// boxed in an interface.
+	var v any
+	var err error
+	f, isRaw := h.(RawHandlerFunc)
+	var raw json.RawMessage
+	if isRaw {
+		raw, err = f(rc, &t.req)
+	} else {
+		v, err = h.ServeJSONRPC(rc, &t.req)
+		raw, isRaw = v.(json.RawMessage)
+	}
 	if c.cancelConv.Unanswered && rc.flags.Load()&flagPeerCancelled != 0 {
 		return nil, nil, false // cancelled by the peer, which wants no answer
 	}
@@ -631,8 +642,14 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	if t.req.ID.IsZero() {
 		return nil, nil, true
 	}
-	if raw, isRaw := v.(json.RawMessage); isRaw && sameBytes(raw, t.req.Params) {
-		return raw, nil, true // the request's own params, validated as read
+	if isRaw {
+		if sameBytes(raw, t.req.Params) {
+			return raw, nil, true // the request's own params, validated as read
+		}
+		if raw, err = encodeRaw(raw); err != nil {
+			return nil, internalError(fmt.Sprintf("%T", err), "cannot encode result: "+err.Error(), c.hideDetail), true
+		}
+		return raw, nil, true
 	}
 	raw, enc, err := c.encoders.encode(v)
 	if err != nil {
