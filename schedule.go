@@ -146,6 +146,8 @@ type task struct {
 	method *method
 	preErr *Error   // answer with this and do not run
 	enc    *encoder // holds the encoded result until it is written
+
+	scratch [24]byte // holds a result that Func encoded, until it is written
 }
 
 // slow reports whether any task of u is for a method marked slow.
@@ -617,16 +619,22 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 			return nil, ErrMethodNotFound, true
 		}
 	}
-	// A RawHandlerFunc is called directly, so that its result is not
-	// boxed in an interface.
+	// A RawHandlerFunc is called directly, and a handler made by Func
+	// encodes the common results itself, so that the result is not boxed
+	// in an interface.
 	var v any
 	var err error
+	var encoded []byte
 	f, isRaw := h.(RawHandlerFunc)
 	var raw json.RawMessage
 	if isRaw {
 		raw, err = f(rc, &t.req)
 	} else {
-		v, err = h.ServeJSONRPC(rc, &t.req)
+		if th, ok := h.(typedHandler); ok {
+			encoded, v, err = th.serveTo(rc, &t.req, t.scratch[:0])
+		} else {
+			v, err = h.ServeJSONRPC(rc, &t.req)
+		}
 		raw, isRaw = v.(json.RawMessage)
 	}
 	if c.cancelConv.Unanswered && rc.flags.Load()&flagPeerCancelled != 0 {
@@ -641,6 +649,9 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	}
 	if t.req.ID.IsZero() {
 		return nil, nil, true
+	}
+	if encoded != nil {
+		return encoded, nil, true
 	}
 	if isRaw {
 		if sameBytes(raw, t.req.Params) {
