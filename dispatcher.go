@@ -145,7 +145,7 @@ type funcHandler[P, R any] struct {
 }
 
 func (h *funcHandler[P, R]) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
-	r, err := h.call(ctx, req)
+	r, err := h.call(ctx, req, false)
 	if err != nil {
 		return nil, err
 	}
@@ -154,9 +154,10 @@ func (h *funcHandler[P, R]) ServeJSONRPC(ctx context.Context, req *Request) (any
 
 // serveTo is ServeJSONRPC for a server: a result that appendScalar
 // encodes is appended to b, where it is not boxed in an interface; any
-// other comes back as v.
+// other comes back as v. The server passes req as it read it, so its
+// params, if any, are a JSON object or array that the scanner validated.
 func (h *funcHandler[P, R]) serveTo(ctx context.Context, req *Request, b []byte) (encoded []byte, v any, err error) {
-	r, err := h.call(ctx, req)
+	r, err := h.call(ctx, req, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,10 +173,11 @@ type typedHandler interface {
 	serveTo(ctx context.Context, req *Request, b []byte) (encoded []byte, v any, err error)
 }
 
-// call decodes the params of req and calls fn.
-func (h *funcHandler[P, R]) call(ctx context.Context, req *Request) (R, error) {
+// call decodes the params of req and calls fn; valid says that they are
+// known to be a valid JSON object or array.
+func (h *funcHandler[P, R]) call(ctx context.Context, req *Request, valid bool) (R, error) {
 	var p P
-	if err := h.decoders.decode(req.Params, &p); err != nil {
+	if err := h.decoders.decode(req.Params, &p, valid); err != nil {
 		var zero R
 		return zero, err
 	}
@@ -184,7 +186,7 @@ func (h *funcHandler[P, R]) call(ctx context.Context, req *Request) (R, error) {
 
 // decodeParams decodes params into p, or returns an Invalid params error.
 func decodeParams(params json.RawMessage, p any) error {
-	return (*paramDecoders)(nil).decode(params, p)
+	return (*paramDecoders)(nil).decode(params, p, false)
 }
 
 // paramDecoders keeps json.Decoders for reuse by one adapter. Params that
@@ -210,17 +212,24 @@ type paramDecoder struct {
 
 // decode decodes params into p, or returns an Invalid params error. A p
 // that decodes itself is handed params directly: they are one valid JSON
-// value already, which is all that encoding/json would check first.
-func (ds *paramDecoders) decode(params json.RawMessage, p any) error {
+// value already, which is all that encoding/json would check first. valid
+// says that params are known to be a valid JSON object or array, which
+// spares checking them again.
+func (ds *paramDecoders) decode(params json.RawMessage, p any, valid bool) error {
 	if len(params) == 0 {
 		return nil
 	}
 	var err error
-	if u, ok := p.(json.Unmarshaler); ok && validParams(params) {
-		err = u.UnmarshalJSON(params)
-	} else if ds != nil && len(params) <= maxPooledParams && validParams(params) {
-		err = ds.decodeValid(params, p)
-	} else {
+	u, self := p.(json.Unmarshaler)
+	pooled := !self && ds != nil && len(params) <= maxPooledParams
+	switch {
+	case (self || pooled) && (valid || validParams(params)):
+		if self {
+			err = u.UnmarshalJSON(params)
+		} else {
+			err = ds.decodeValid(params, p)
+		}
+	default:
 		err = json.Unmarshal(params, p)
 	}
 	if err != nil {

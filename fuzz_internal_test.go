@@ -207,15 +207,23 @@ func FuzzDecodeParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b, before []byte) {
 		check := func(name string, fresh func() any) {
 			x := fresh()
-			_ = ds.decode(before, x) // leaves a Decoder in the pool, or not
+			_ = ds.decode(before, x, false) // leaves a Decoder in the pool, or not
 			got, want := fresh(), fresh()
-			gotErr := ds.decode(b, got)
+			gotErr := ds.decode(b, got, false)
 			wantErr := decodeParams(b, want)
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 				t.Fatalf("%s: decode(%q) = %v, json.Unmarshal gives %v", name, b, gotErr, wantErr)
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s: decode(%q) = %#v, json.Unmarshal gives %#v", name, b, got, want)
+			}
+			if validParams(b) {
+				// As a server calls it, with params it validated.
+				trusted := fresh()
+				err := ds.decode(b, trusted, true)
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(trusted, want) {
+					t.Fatalf("%s: decode(%q) of valid params = %#v, %v; json.Unmarshal gives %#v, %v", name, b, trusted, err, want, wantErr)
+				}
 			}
 			if validParams(b) && len(b) <= maxPooledParams {
 				// The errors themselves, as json.Unmarshal returns them.
