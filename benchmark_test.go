@@ -77,6 +77,14 @@ func BenchmarkServe(b *testing.B) {
 			}
 			return "[" + strings.Join(parts, ",") + "]"
 		}, false},
+		{"W3batchNotify", 11, 1000, func(i int) string {
+			// A batch, then a notification on a line of its own.
+			parts := make([]string, 10)
+			for k := range parts {
+				parts[k] = echoRawLine(i*10 + k)
+			}
+			return "[" + strings.Join(parts, ",") + "]\n" + `{"jsonrpc":"2.0","method":"echoraw","params":[` + strconv.Itoa(i) + `]}`
+		}, false},
 		{"W4notify", 1, 10000, func(i int) string {
 			return `{"jsonrpc":"2.0","method":"echo","params":[` + strconv.Itoa(i) + `,"hello"]}`
 		}, false},

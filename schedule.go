@@ -400,7 +400,7 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 			c.abort(err)
 		}
 	}
-	if rs != nil && cap(out) <= 1<<20 {
+	if rs != nil && u.batch && cap(out) <= 1<<20 {
 		rs.buf = out[:0]
 	}
 }
