@@ -189,6 +189,9 @@ func FuzzDecodeParams(f *testing.F) {
 	} {
 		f.Add([]byte(s), []byte(`{"a":2,"f":[3]}`))
 	}
+	deep := strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001) // past encoding/json's depth limit
+	f.Add([]byte(`{"f":`+deep+`}`), []byte(`[1]`))
+	f.Add([]byte(`[1,2]`), []byte(deep))
 	type inner struct {
 		A int             `json:"a"`
 		I *inner          `json:"i"`
