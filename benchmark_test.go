@@ -16,13 +16,17 @@ import (
 	"github.com/ndjsonrpc/jsonrpc"
 )
 
-// benchMux has the raw echo handler and the typed subtract handler of the
-// performance workloads.
+// benchMux has the raw echo handlers and the typed subtract handler of the
+// performance workloads: "echo" returns its params as any, which boxes
+// them, and "echoraw" as a RawHandlerFunc, which does not.
 func benchMux() *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
 		return req.Params, nil
 	})
+	mux.Handle("echoraw", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		return req.Params, nil
+	}))
 	type sub struct {
 		Minuend    int `json:"minuend"`
 		Subtrahend int `json:"subtrahend"`
@@ -48,6 +52,10 @@ func echoLine(i int) string {
 	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"echo","params":[` + strconv.Itoa(i) + `,"hello"]}`
 }
 
+func echoRawLine(i int) string {
+	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"echoraw","params":[` + strconv.Itoa(i) + `,"hello"]}`
+}
+
 // BenchmarkServe measures the whole input stream from memory through Serve
 // into a buffer; ns/op and allocs/op are per request.
 func BenchmarkServe(b *testing.B) {
@@ -60,6 +68,7 @@ func BenchmarkServe(b *testing.B) {
 		size  bool
 	}{
 		{"W1echo", 1, 10000, echoLine, false},
+		{"W1echoRaw", 1, 10000, echoRawLine, false},
 		{"W2typed", 1, 10000, func(i int) string {
 			return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"subtract","params":{"minuend":` + strconv.Itoa(i) + `,"subtrahend":3}}`
 		}, false},
@@ -70,8 +79,19 @@ func BenchmarkServe(b *testing.B) {
 			}
 			return "[" + strings.Join(parts, ",") + "]"
 		}, false},
+		{"W3batchNotify", 11, 1000, func(i int) string {
+			// A batch, then a notification on a line of its own.
+			parts := make([]string, 10)
+			for k := range parts {
+				parts[k] = echoRawLine(i*10 + k)
+			}
+			return "[" + strings.Join(parts, ",") + "]\n" + `{"jsonrpc":"2.0","method":"echoraw","params":[` + strconv.Itoa(i) + `]}`
+		}, false},
 		{"W4notify", 1, 10000, func(i int) string {
 			return `{"jsonrpc":"2.0","method":"echo","params":[` + strconv.Itoa(i) + `,"hello"]}`
+		}, false},
+		{"W4notifyRaw", 1, 10000, func(i int) string {
+			return `{"jsonrpc":"2.0","method":"echoraw","params":[` + strconv.Itoa(i) + `,"hello"]}`
 		}, false},
 		{"W5big", 1, 20, func(i int) string {
 			return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"echo","params":["` + big + `"]}`

@@ -498,11 +498,13 @@ func (c *conn) deliver(e *envelope) {
 	}
 	if p == nil {
 		if c.onUnknown != nil {
-			resp.ID = ID{raw: string(e.id)}
-			if resp.Result != nil {
-				resp.Result = append(json.RawMessage(nil), resp.Result...)
+			// A copy, so that only this rare path makes resp escape.
+			unknown := resp
+			unknown.ID = ID{raw: string(e.id)}
+			if unknown.Result != nil {
+				unknown.Result = append(json.RawMessage(nil), unknown.Result...)
 			}
-			c.onUnknown(&resp)
+			c.onUnknown(&unknown)
 		} else {
 			c.log.Debug("jsonrpc: dropped a response with an unknown id", slog.String("id", string(e.id)))
 		}

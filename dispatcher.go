@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -134,36 +135,128 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // says what was wrong. The R that fn returns is encoded with encoding/json,
 // except that a json.RawMessage is sent as it is.
 func Func[P, R any](fn func(ctx context.Context, params P) (R, error)) Handler {
-	return HandlerFunc(func(ctx context.Context, req *Request) (any, error) {
-		var p P
-		if err := decodeParams(req.Params, &p); err != nil {
-			return nil, err
-		}
-		r, err := fn(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return r, nil
-	})
+	return &funcHandler[P, R]{fn: fn}
+}
+
+// funcHandler is the Handler that Func returns.
+type funcHandler[P, R any] struct {
+	fn       func(ctx context.Context, params P) (R, error)
+	decoders paramDecoders
+}
+
+func (h *funcHandler[P, R]) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
+	r, err := h.call(ctx, req, false)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// serveTo is ServeJSONRPC for a server: a result that appendScalar
+// encodes is appended to b, where it is not boxed in an interface; any
+// other comes back as v. The server passes req as it read it, so its
+// params, if any, are a JSON object or array that the scanner validated.
+func (h *funcHandler[P, R]) serveTo(ctx context.Context, req *Request, b []byte) (encoded []byte, v any, err error) {
+	r, err := h.call(ctx, req, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if encoded, ok := appendScalar(b, r); ok {
+		return encoded, nil, nil
+	}
+	return nil, r, nil
+}
+
+// A typedHandler is a handler made by Func, which a server calls through
+// serveTo rather than ServeJSONRPC.
+type typedHandler interface {
+	serveTo(ctx context.Context, req *Request, b []byte) (encoded []byte, v any, err error)
+}
+
+// call decodes the params of req and calls fn; valid says that they are
+// known to be a valid JSON object or array.
+func (h *funcHandler[P, R]) call(ctx context.Context, req *Request, valid bool) (R, error) {
+	var p P
+	if err := h.decoders.decode(req.Params, &p, valid); err != nil {
+		var zero R
+		return zero, err
+	}
+	return h.fn(ctx, p)
 }
 
 // decodeParams decodes params into p, or returns an Invalid params error.
-// A p that decodes itself is handed params directly: they are one valid
-// JSON value already, which is all that encoding/json would check first.
 func decodeParams(params json.RawMessage, p any) error {
+	return (*paramDecoders)(nil).decode(params, p, false)
+}
+
+// paramDecoders keeps json.Decoders for reuse by one adapter. Params that
+// are one valid JSON object or array, and not too large, are decoded by a
+// Decoder: it runs the same decoding as json.Unmarshal, and so gives the
+// same value and the same errors, but keeps its decoding state from one
+// call to the next, where json.Unmarshal allocates it afresh (four
+// allocations for a small struct). A nil *paramDecoders uses
+// json.Unmarshal.
+type paramDecoders struct {
+	pool sync.Pool // of *paramDecoder
+}
+
+// maxPooledParams is the size of the largest params decoded by a pooled
+// Decoder, which keeps a buffer of about twice the largest input it read.
+const maxPooledParams = 16 << 10
+
+type paramDecoder struct {
+	r   bytes.Reader
+	dec *json.Decoder
+	fed int64 // bytes given to dec in all
+}
+
+// decode decodes params into p, or returns an Invalid params error. A p
+// that decodes itself is handed params directly: they are one valid JSON
+// value already, which is all that encoding/json would check first. valid
+// says that params are known to be a valid JSON object or array, which
+// spares checking them again.
+func (ds *paramDecoders) decode(params json.RawMessage, p any, valid bool) error {
 	if len(params) == 0 {
 		return nil
 	}
 	var err error
-	if u, ok := p.(json.Unmarshaler); ok && validParams(params) {
-		err = u.UnmarshalJSON(params)
-	} else {
+	u, self := p.(json.Unmarshaler)
+	pooled := !self && ds != nil && len(params) <= maxPooledParams
+	switch {
+	case (self || pooled) && (valid || validParams(params)):
+		if self {
+			err = u.UnmarshalJSON(params)
+		} else {
+			err = ds.decodeValid(params, p)
+		}
+	default:
 		err = json.Unmarshal(params, p)
 	}
 	if err != nil {
 		return Errorf(CodeInvalidParams, "Invalid params: %s", describeDecodeError(err, p))
 	}
 	return nil
+}
+
+// decodeValid decodes params, a valid JSON object or array, into p with a
+// pooled Decoder. Valid input (our scanner is the stricter of the two: it
+// also holds strings to valid UTF-8) leaves json.Unmarshal nothing to
+// report but what decoding reports, and a Decoder reads the whole value
+// and decodes it with the same code. A Decoder goes back to the pool only
+// if it consumed everything it was given, so each one starts clean.
+func (ds *paramDecoders) decodeValid(params json.RawMessage, p any) error {
+	d, _ := ds.pool.Get().(*paramDecoder)
+	if d == nil {
+		d = new(paramDecoder)
+		d.dec = json.NewDecoder(&d.r)
+	}
+	d.r.Reset(params)
+	d.fed += int64(len(params))
+	err := d.dec.Decode(p)
+	if d.r.Len() == 0 && d.dec.InputOffset() == d.fed {
+		ds.pool.Put(d)
+	}
+	return err
 }
 
 // describeDecodeError says in a sentence what was wrong with the params.

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 )
 
@@ -75,17 +76,46 @@ func encodeValue(v any) ([]byte, error) {
 	case nil:
 		return nullID, nil
 	case json.RawMessage:
-		if v == nil {
-			return nullID, nil
-		}
-		if !validJSON(v) {
-			return nil, errors.New("json.RawMessage is not valid JSON")
-		}
-		return oneLine(v), nil
+		return encodeRaw(v)
 	case string:
 		return appendString(nil, v), nil
 	}
 	return json.Marshal(v)
+}
+
+// encodeRaw encodes a raw result or stream item: nil is null, and
+// anything else passes through as it is, once checked.
+func encodeRaw(v json.RawMessage) ([]byte, error) {
+	if v == nil {
+		return nullID, nil
+	}
+	if !validJSON(v) {
+		return nil, errors.New("json.RawMessage is not valid JSON")
+	}
+	return oneLine(v), nil
+}
+
+// appendScalar appends r as encoding/json encodes it when r is a bool or
+// an integer, and reports whether it did. Only these types themselves are
+// taken, not types defined on them, which may encode themselves otherwise.
+func appendScalar[R any](b []byte, r R) ([]byte, bool) {
+	switch v := any(r).(type) {
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case uint:
+		return strconv.AppendUint(b, uint64(v), 10), true
+	case uint64:
+		return strconv.AppendUint(b, v, 10), true
+	case uint32:
+		return strconv.AppendUint(b, uint64(v), 10), true
+	}
+	return b, false
 }
 
 // encodeParams encodes the params of a notification or request, which must

@@ -3,6 +3,7 @@ package jsonrpc_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -193,4 +194,28 @@ func ExampleStartProcess() {
 	// progress {"done":2,"total":2}
 	// done <nil>
 	// <nil>
+}
+
+// A handler whose result is JSON already: an echo that returns its params
+// as they came, which costs no allocation per request.
+func ExampleRawHandlerFunc() {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		return req.Params, nil
+	}))
+	mux.Handle("version", jsonrpc.RawHandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		return json.RawMessage(`{"name":"demo","version":"1.0"}`), nil
+	}))
+	input := `{"jsonrpc":"2.0","id":1,"method":"echo","params":[1, "two", {"three": 3}]}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"version"}` + "\n"
+
+	var out bytes.Buffer
+	srv := &jsonrpc.Server{Handler: mux}
+	if err := srv.Serve(context.Background(), strings.NewReader(input), &out); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Print(out.String())
+	// Output:
+	// {"jsonrpc":"2.0","id":1,"result":[1, "two", {"three": 3}]}
+	// {"jsonrpc":"2.0","id":2,"result":{"name":"demo","version":"1.0"}}
 }

@@ -3,9 +3,12 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -171,4 +174,72 @@ func kindName(k lineKind) string {
 		return "lineOther"
 	}
 	return "lineKind(?)"
+}
+
+// FuzzDecodeParams checks the pooled Decoders of Func against
+// json.Unmarshal: for any params, into each of several types, the same
+// value and the same error, whatever the decoders decoded before.
+func FuzzDecodeParams(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"b":"x","c":[1.5,2],"d":{"k":null},"e":true,"f":[1,{"g":2}]}`,
+		`{"a":"1"}`, `{"a":1.5}`, `{"a":99999999999999999999}`, `{"b":1}`, `{"c":{}}`, `{"e":"true"}`,
+		`{"A":1,"B":"y"}`, `{"a":1,"a":2}`, `{"h":"2026-01-01T00:00:00Z"}`, `{"h":"yesterday"}`,
+		`[1,2]`, `[1,2,3]`, `[1,"2"]`, `[]`, `{}`, ` [ 1 , 2 ] `, `[1,2] `, `{"a":1}x`, `{"a":`, `[1,2`,
+		`1`, `"s"`, `null`, "{\"b\":\"\xff\"}", `{"b":"\ud800"}`, `{"i":{"i":{"i":{"a":7}}}}`, `{"r":[1, 2]}`,
+	} {
+		f.Add([]byte(s), []byte(`{"a":2,"f":[3]}`))
+	}
+	deep := strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001) // past encoding/json's depth limit
+	f.Add([]byte(`{"f":`+deep+`}`), []byte(`[1]`))
+	f.Add([]byte(`[1,2]`), []byte(deep))
+	type inner struct {
+		A int             `json:"a"`
+		I *inner          `json:"i"`
+		R json.RawMessage `json:"r"`
+	}
+	type params struct {
+		inner
+		B string         `json:"b"`
+		C []float64      `json:"c"`
+		D map[string]any `json:"d"`
+		E bool           `json:"e"`
+		F []any          `json:"f"`
+		H time.Time      `json:"h"`
+	}
+	ds := new(paramDecoders)
+	f.Fuzz(func(t *testing.T, b, before []byte) {
+		check := func(name string, fresh func() any) {
+			x := fresh()
+			_ = ds.decode(before, x, false) // leaves a Decoder in the pool, or not
+			got, want := fresh(), fresh()
+			gotErr := ds.decode(b, got, false)
+			wantErr := decodeParams(b, want)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s: decode(%q) = %v, json.Unmarshal gives %v", name, b, gotErr, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: decode(%q) = %#v, json.Unmarshal gives %#v", name, b, got, want)
+			}
+			if validParams(b) {
+				// As a server calls it, with params it validated.
+				trusted := fresh()
+				err := ds.decode(b, trusted, true)
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(trusted, want) {
+					t.Fatalf("%s: decode(%q) of valid params = %#v, %v; json.Unmarshal gives %#v, %v", name, b, trusted, err, want, wantErr)
+				}
+			}
+			if validParams(b) && len(b) <= maxPooledParams {
+				// The errors themselves, as json.Unmarshal returns them.
+				gotErr, wantErr := ds.decodeValid(b, fresh()), json.Unmarshal(b, fresh())
+				if fmt.Sprintf("%T %v", gotErr, gotErr) != fmt.Sprintf("%T %v", wantErr, wantErr) {
+					t.Fatalf("%s: decodeValid(%q) = %T %v, json.Unmarshal gives %T %v", name, b, gotErr, gotErr, wantErr, wantErr)
+				}
+			}
+		}
+		check("struct", func() any { return new(params) })
+		check("array", func() any { return new([2]int) })
+		check("slice", func() any { return new([]any) })
+		check("map", func() any { return new(map[string]int) })
+		check("any", func() any { return new(any) })
+	})
 }

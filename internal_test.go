@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -253,4 +254,47 @@ func TestArenaStrings(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "strings handed out never change")
 	assert.Equal(t, "", a.str(nil))
+}
+
+// TestAppendScalar checks that the results Func encodes itself come out as
+// encoding/json writes them, and that it leaves other types to it.
+func TestAppendScalar(t *testing.T) {
+	type level int
+	check := func(v any, got []byte, ok bool) {
+		t.Helper()
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		assert.True(t, ok, "%T", v)
+		assert.Equal(t, string(want), string(got), "%T %v", v, v)
+	}
+	for _, v := range []int{0, 1, -1, 255, 256, math.MaxInt, math.MinInt} {
+		got, ok := appendScalar([]byte(nil), v)
+		check(v, got, ok)
+		got, ok = appendScalar([]byte(nil), int64(v))
+		check(int64(v), got, ok)
+		got, ok = appendScalar([]byte(nil), int32(v))
+		check(int32(v), got, ok)
+	}
+	for _, v := range []uint64{0, 1, 256, math.MaxUint32, math.MaxUint64} {
+		got, ok := appendScalar([]byte(nil), v)
+		check(v, got, ok)
+		got, ok = appendScalar([]byte(nil), uint(v))
+		check(uint(v), got, ok)
+		got, ok = appendScalar([]byte(nil), uint32(v))
+		check(uint32(v), got, ok)
+	}
+	for _, v := range []bool{false, true} {
+		got, ok := appendScalar([]byte(nil), v)
+		check(v, got, ok)
+	}
+	var boxed any = 7
+	got, ok := appendScalar([]byte("x"), boxed)
+	check(7, got[1:], ok)
+	for _, v := range []any{level(3), "s", 1.5, nil, json.RawMessage(`1`), []int{1}} {
+		got, ok := appendScalar([]byte(nil), v)
+		assert.False(t, ok, "%T", v)
+		assert.Nil(t, got)
+	}
+	_, ok = appendScalar([]byte(nil), level(3))
+	assert.False(t, ok)
 }

@@ -147,6 +147,8 @@ type task struct {
 	method *method
 	preErr *Error   // answer with this and do not run
 	enc    *encoder // holds the encoded result until it is written
+
+	scratch [24]byte // holds a result that Func encoded, until it is written
 }
 
 // slow reports whether any task of u is for a method marked slow.
@@ -399,7 +401,7 @@ func (c *conn) runUnit(u *unit, rs *readState) {
 			c.abort(err)
 		}
 	}
-	if rs != nil && cap(out) <= 1<<20 {
+	if rs != nil && u.batch && cap(out) <= 1<<20 {
 		rs.buf = out[:0]
 	}
 }
@@ -618,7 +620,24 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 			return nil, ErrMethodNotFound, true
 		}
 	}
-	v, err := h.ServeJSONRPC(rc, &t.req)
+	// A RawHandlerFunc is called directly, and a handler made by Func
+	// encodes the common results itself, so that the result is not boxed
+	// in an interface.
+	var v any
+	var err error
+	var encoded []byte
+	f, isRaw := h.(RawHandlerFunc)
+	var raw json.RawMessage
+	if isRaw {
+		raw, err = f(rc, &t.req)
+	} else {
+		if th, ok := h.(typedHandler); ok {
+			encoded, v, err = th.serveTo(rc, &t.req, t.scratch[:0])
+		} else {
+			v, err = h.ServeJSONRPC(rc, &t.req)
+		}
+		raw, isRaw = v.(json.RawMessage)
+	}
 	if c.cancelConv.Unanswered && rc.flags.Load()&flagPeerCancelled != 0 {
 		return nil, nil, false // cancelled by the peer, which wants no answer
 	}
@@ -632,8 +651,17 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	if t.req.ID.IsZero() {
 		return nil, nil, true
 	}
-	if raw, isRaw := v.(json.RawMessage); isRaw && sameBytes(raw, t.req.Params) {
-		return raw, nil, true // the request's own params, validated as read
+	if encoded != nil {
+		return encoded, nil, true
+	}
+	if isRaw {
+		if sameBytes(raw, t.req.Params) {
+			return raw, nil, true // the request's own params, validated as read
+		}
+		if raw, err = encodeRaw(raw); err != nil {
+			return nil, internalError(fmt.Sprintf("%T", err), "cannot encode result: "+err.Error(), c.hideDetail), true
+		}
+		return raw, nil, true
 	}
 	raw, enc, err := c.encoders.encode(v)
 	if err != nil {

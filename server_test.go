@@ -1218,3 +1218,47 @@ func TestServeShutdownSharedConn(t *testing.T) {
 	assert.ErrorIs(t, recv(t, served, "Serve to return"), jsonrpc.ErrServerClosed)
 	serverSide.Close()
 }
+
+// TestRawHandlerFunc checks that a RawHandlerFunc is answered exactly as a
+// HandlerFunc that returns the same json.RawMessage as any, byte for byte.
+func TestRawHandlerFunc(t *testing.T) {
+	results := map[string]func(req *jsonrpc.Request) (json.RawMessage, error){
+		"params":  func(req *jsonrpc.Request) (json.RawMessage, error) { return req.Params, nil },
+		"part":    func(req *jsonrpc.Request) (json.RawMessage, error) { return req.Params[1:4], nil },
+		"spaced":  func(*jsonrpc.Request) (json.RawMessage, error) { return json.RawMessage(`{ "a" : [1, 2] }`), nil },
+		"lines":   func(*jsonrpc.Request) (json.RawMessage, error) { return json.RawMessage("{\n\"a\":\t[1,\n2]\n}"), nil },
+		"invalid": func(*jsonrpc.Request) (json.RawMessage, error) { return json.RawMessage(`{`), nil },
+		"empty":   func(*jsonrpc.Request) (json.RawMessage, error) { return json.RawMessage{}, nil },
+		"nil":     func(*jsonrpc.Request) (json.RawMessage, error) { return nil, nil },
+		"failed": func(*jsonrpc.Request) (json.RawMessage, error) {
+			return json.RawMessage(`1`), &jsonrpc.Error{Code: 7, Message: "no"}
+		},
+		"internal": func(*jsonrpc.Request) (json.RawMessage, error) { return nil, errors.New("broken") },
+	}
+	boxed, raw := new(jsonrpc.Mux), new(jsonrpc.Mux)
+	var input strings.Builder
+	for name, f := range results {
+		boxed.HandleFunc(name, func(_ context.Context, req *jsonrpc.Request) (any, error) { return f(req) })
+		raw.Handle(name, jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return f(req) }))
+		input.WriteString(`{"jsonrpc":"2.0","id":"` + name + `","method":"` + name + `","params":[ 10 , "x" ]}` + "\n")
+		input.WriteString(`{"jsonrpc":"2.0","method":"` + name + `","params":[ 10 , "x" ]}` + "\n")
+		input.WriteString(`[{"jsonrpc":"2.0","id":1,"method":"` + name + `","params":{"a" :1}},{"jsonrpc":"2.0","id":2,"method":"` + name + `","params":[2]}]` + "\n")
+	}
+	want := serveString(t, &jsonrpc.Server{Handler: boxed}, input.String())
+	got := serveString(t, &jsonrpc.Server{Handler: raw}, input.String())
+	assert.Equal(t, want, got)
+	assert.Len(t, got, 2*len(results))
+	assert.Contains(t, got, `{"jsonrpc":"2.0","id":"params","result":[ 10 , "x" ]}`)
+
+	// Served alone, without a Mux, and in process.
+	echo := jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return req.Params, nil })
+	got = serveString(t, &jsonrpc.Server{Handler: echo}, `{"jsonrpc":"2.0","id":1,"method":"any","params":{"k": "v"}}`+"\n")
+	assert.Equal(t, []string{`{"jsonrpc":"2.0","id":1,"result":{"k": "v"}}`}, got)
+	v, err := echo.ServeJSONRPC(t.Context(), &jsonrpc.Request{Method: "any", Params: json.RawMessage(`[1]`)})
+	require.NoError(t, err)
+	assert.Equal(t, json.RawMessage(`[1]`), v)
+	failed := jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return results["failed"](req) })
+	v, err = failed.ServeJSONRPC(t.Context(), &jsonrpc.Request{})
+	assert.Nil(t, v)
+	assert.ErrorIs(t, err, &jsonrpc.Error{Code: 7})
+}

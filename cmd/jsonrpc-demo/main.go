@@ -287,9 +287,9 @@ func newMux() *jsonrpc.Mux {
 	mux.HandleFunc("update", null)
 	mux.HandleFunc("notify_hello", null)
 	mux.HandleFunc("notify_sum", null)
-	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
-		return req.Params, nil
-	})
+	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		return req.Params, nil // as a RawHandlerFunc, not boxed in an interface
+	}))
 	mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p struct {
 		Count int `json:"count"`
 	}) (string, error) {
