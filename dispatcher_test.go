@@ -680,3 +680,31 @@ func TestBatchEntriesRunInOrder(t *testing.T) {
 	}
 	assert.Equal(t, want, order)
 }
+
+// TestMiddlewareReplacedParamsAreChecked: a handler that echoes params
+// that middleware replaced with bytes the scanner never saw gets them
+// checked before they are written, as any other raw result.
+func TestMiddlewareReplacedParamsAreChecked(t *testing.T) {
+	for _, name := range []string{"raw", "any"} {
+		t.Run(name, func(t *testing.T) {
+			mux := jsonrpc.NewMux()
+			mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+				return req.Params, nil
+			}))
+			mux.HandleFunc("echoAny", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+				return req.Params, nil
+			})
+			mux.Use(func(next jsonrpc.Handler) jsonrpc.Handler {
+				return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+					req.Params = json.RawMessage(`{"broken":`)
+					return next.ServeJSONRPC(ctx, req)
+				})
+			})
+			method := map[string]string{"raw": "echo", "any": "echoAny"}[name]
+			out := serveString(t, &jsonrpc.Server{Handler: mux}, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"a":1}}`+"\n")
+			require.Len(t, out, 1)
+			assert.True(t, json.Valid([]byte(out[0])), "invalid JSON written: %s", out[0])
+			assert.Contains(t, out[0], `"code":-32603`)
+		})
+	}
+}

@@ -143,6 +143,7 @@ type unit struct {
 // task is one request of a unit.
 type task struct {
 	req    Request
+	params []byte // the params as scanned, which middleware may replace in req
 	ctx    *reqCtx
 	method *method
 	preErr *Error   // answer with this and do not run
@@ -210,6 +211,7 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 		t.req.ID = ID{raw: rs.arena.str(e.id)}
 	}
 	t.req.Params = e.params
+	t.params = e.params
 	t.ctx = rs.newCtx(c, t.req.ID.raw, inBatch)
 }
 
@@ -655,7 +657,7 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 		return encoded, nil, true
 	}
 	if isRaw {
-		if sameBytes(raw, t.req.Params) {
+		if sameBytes(raw, t.params) {
 			return raw, nil, true // the request's own params, validated as read
 		}
 		if raw, err = encodeRaw(raw); err != nil {
