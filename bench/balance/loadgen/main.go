@@ -13,6 +13,16 @@
 // balancer keeps a connection on one backend, so every call on it is
 // counted for that backend. A caller whose connection ends dials again.
 //
+// A run without a kill must have no error at all, and every backend must
+// answer some calls. With -kill-pid, the loadgen itself sends SIGKILL to
+// that backend once -kill-at of the calls are done, and the run fails
+// unless every failed call was on that backend, came with an error before
+// its deadline, and started before the kill had settled (-settle), and
+// every caller and every other backend went on after the kill (see
+// checkKill). Over HTTP a call that gets no answer carries no X-Backend
+// header: -lb-log names the balancer's log of every request, which says
+// where each call went.
+//
 // Usage:
 //
 //	loadgen -mode http|tcp -addr HOST:PORT -backends b1,b2,b3 [flags]
@@ -452,7 +462,7 @@ func run(cfg *config) error {
 				}
 				if tc, ok := c.(*tcpCaller); ok && tc.c == nil {
 					if err := tc.connect(runCtx); err != nil {
-						own = append(own, sample{start: time.Since(start), kind: kindConn, err: err})
+						own = append(own, sample{i: i, start: time.Since(start), kind: kindConn, err: err})
 						break
 					}
 				}
@@ -575,7 +585,7 @@ func readBalancerLog(file string, samples [][]sample) (lines []string, failures 
 	if okWrong > 0 {
 		failures = append(failures, fmt.Sprintf("the balancer's log names another backend than X-Backend for %d calls", okWrong))
 	}
-	lines = append(lines, fmt.Sprintf("balancer's log: %d answered calls, each with the backend of its X-Backend header (%d of them redispatched after a refused connection); %d failed calls logged; %d failed calls without a line",
+	lines = append(lines, fmt.Sprintf("balancer's log: %d answered calls, each with the backend of its X-Backend header (%d of them redispatched after a refused connection); failed calls: %d logged, %d without a line",
 		okLogged, okRetried, failLogged, failSilent))
 	if failSilent > 0 {
 		lines = append(lines, "balancer's log: when a backend's connection closes before it answers a request that came on a"+
@@ -640,7 +650,7 @@ type summary struct {
 	timedOut        bool
 	lines           []string // extra lines of the report
 	failures        []string
-	firstErrs       []string
+	examples        []string
 }
 
 func (s *summary) fail(format string, args ...any) {
@@ -650,6 +660,7 @@ func (s *summary) fail(format string, args ...any) {
 func report(cfg *config, samples [][]sample, callers []caller, wall time.Duration, timedOut bool) *summary {
 	s := &summary{byKind: map[string]int{}, byBackend: map[string]int{}, errByBackend: map[string]int{}, wall: wall, timedOut: timedOut}
 	var lats []time.Duration
+	shown := map[string]int{}
 	for _, own := range samples {
 		for _, x := range own {
 			s.calls++
@@ -666,12 +677,22 @@ func report(cfg *config, samples [][]sample, callers []caller, wall time.Duratio
 			} else {
 				s.errByBackend[x.backend]++
 			}
-			if len(s.firstErrs) < 5 {
-				e := fmt.Sprintf("call %s: %s on %q after %v: %v", callID(x.i), x.kind, x.backend, x.latency.Round(time.Microsecond), x.err)
+			// Up to two examples of each kind of failure.
+			class := fmt.Sprint(x.kind, x.silent)
+			if shown[class] < 2 {
+				shown[class]++
+				on := "on " + x.backend
+				switch {
+				case x.silent:
+					on = "closed by the balancer without an answer"
+				case x.backend == "":
+					on = "on an unknown backend"
+				}
+				e := fmt.Sprintf("call %s: %s %s after %v: %v", callID(x.i), x.kind, on, x.latency.Round(time.Microsecond), x.err)
 				if x.lbLog != "" {
 					e += " (balancer's log: " + x.lbLog + ")"
 				}
-				s.firstErrs = append(s.firstErrs, e)
+				s.examples = append(s.examples, e)
 			}
 		}
 	}
@@ -837,7 +858,7 @@ func (s *summary) print(cfg *config) {
 	for _, l := range s.lines {
 		fmt.Printf("   %s\n", l)
 	}
-	for _, e := range s.firstErrs {
+	for _, e := range s.examples {
 		fmt.Printf("   error: %s\n", e)
 	}
 	if len(s.failures) == 0 {
