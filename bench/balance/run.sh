@@ -18,6 +18,8 @@
 #               and 10000 with QUICK=1)
 #   HTTP_KILL_CALLS, TCP_KILL_CALLS   calls of the kill runs (default twice
 #               the above)
+#   HTTP_DRAIN_CALLS   calls of the drain run (default HTTP_KILL_CALLS, three
+#               times that with QUICK=1)
 #   HAPROXY     the haproxy command (default: found on PATH or in /usr/sbin)
 #   KEEP=1      keep the temporary directory (binaries, HAProxy's config and
 #               log, the backends' output) and say where it is
@@ -39,9 +41,16 @@ else
 	http_calls="${HTTP_CALLS:-60000}"
 	tcp_calls="${TCP_CALLS:-300000}"
 fi
-# A kill run lasts long enough for calls well after the kill.
+# A kill run lasts long enough for calls well after the kill; the drain
+# run waits half a second between draining and stopping, so a quick one
+# needs more calls.
 http_kill_calls="${HTTP_KILL_CALLS:-$((http_calls * 2))}"
 tcp_kill_calls="${TCP_KILL_CALLS:-$((tcp_calls * 2))}"
+if [ "$quick" = 1 ]; then
+	http_drain_calls="${HTTP_DRAIN_CALLS:-$((http_kill_calls * 3))}"
+else
+	http_drain_calls="${HTTP_DRAIN_CALLS:-$http_kill_calls}"
+fi
 
 started=$SECONDS
 log() { printf '[%3ds] %s\n' "$((SECONDS - started))" "$*" >&2; }
@@ -158,6 +167,7 @@ write_config() {
 global
 	maxconn 4096
 	nbthread 1
+	stats socket $tmp/admin.sock mode 600 level admin
 	log stderr format raw local0 info
 
 defaults
@@ -254,14 +264,31 @@ load "HTTP, three backends behind HAProxy" http "$lb_http" b1,b2,b3 "$http_calls
 load "TCP, one backend direct" tcp "${tcp_port[1]}" b1 "$tcp_calls"
 load "TCP, three backends behind HAProxy" tcp "$lb_tcp" b1,b2,b3 "$tcp_calls"
 
-# Kill b2 in the middle of an HTTP run, bring it back, and do the same over TCP.
-load "HTTP, HAProxy, b2 killed at 40% of the calls" http "$lb_http_logged" b1,b2,b3 "$http_kill_calls" \
+# restart_b2 starts b2 again once the loadgen has stopped it.
+restart_b2() {
+	gone "${backend_pid[2]}"
+	start_backend 2
+	log "b2 restarted"
+}
+
+# Kill b2 in the middle of an HTTP run, bring it back, and do the same over
+# TCP; then the same with SIGTERM, which stops the demo gracefully
+# (Shutdown); then, over HTTP, tell HAProxy to drain b2 first.
+load "HTTP, HAProxy, b2 killed (SIGKILL) at 40% of the calls" http "$lb_http_logged" b1,b2,b3 "$http_kill_calls" \
 	-kill-pid "${backend_pid[2]}" -kill-name b2 -lb-log "$tmp/haproxy.log"
-gone "${backend_pid[2]}"
-start_backend 2
-log "b2 restarted"
-load "TCP, HAProxy, b2 killed at 40% of the calls" tcp "$lb_tcp" b1,b2,b3 "$tcp_kill_calls" \
+restart_b2
+load "TCP, HAProxy, b2 killed (SIGKILL) at 40% of the calls" tcp "$lb_tcp" b1,b2,b3 "$tcp_kill_calls" \
 	-kill-pid "${backend_pid[2]}" -kill-name b2
+restart_b2
+load "HTTP, HAProxy, b2 stopped (SIGTERM) at 40% of the calls" http "$lb_http_logged" b1,b2,b3 "$http_kill_calls" \
+	-kill-pid "${backend_pid[2]}" -kill-name b2 -kill-signal TERM -lb-log "$tmp/haproxy.log"
+restart_b2
+load "TCP, HAProxy, b2 stopped (SIGTERM) at 40% of the calls" tcp "$lb_tcp" b1,b2,b3 "$tcp_kill_calls" \
+	-kill-pid "${backend_pid[2]}" -kill-name b2 -kill-signal TERM
+restart_b2
+load "HTTP, HAProxy, b2 drained at 40% of the calls, then stopped (SIGTERM)" http "$lb_http_logged" b1,b2,b3 "$http_drain_calls" \
+	-kill-pid "${backend_pid[2]}" -kill-name b2 -kill-signal TERM -lb-log "$tmp/haproxy.log" \
+	-drain "unix:$tmp/admin.sock" -drain-server http_backends/b2 -drain-wait 500ms -max-errors 0
 
 grep -E '^Server .* is (DOWN|UP)' "$tmp/haproxy.log" | sed -e 's/, check duration.*//' >"$tmp/health.txt" || true
 {
@@ -302,7 +329,8 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	echo "## Command"
 	echo
 	echo '```'
-	echo "CALLERS=$callers HTTP_CALLS=$http_calls TCP_CALLS=$tcp_calls HTTP_KILL_CALLS=$http_kill_calls TCP_KILL_CALLS=$tcp_kill_calls bench/balance/run.sh"
+	echo "CALLERS=$callers HTTP_CALLS=$http_calls TCP_CALLS=$tcp_calls HTTP_KILL_CALLS=$http_kill_calls TCP_KILL_CALLS=$tcp_kill_calls \\"
+	echo "	HTTP_DRAIN_CALLS=$http_drain_calls bench/balance/run.sh"
 	echo '```'
 	echo
 	echo "p50 and p99 are over the answered calls."
@@ -323,10 +351,10 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	cat "$out"
 	echo '```'
 	echo
-	echo "<details><summary>HAProxy's configuration (ports chosen at run time)</summary>"
+	echo "<details><summary>HAProxy's configuration (ports chosen at run time; \$TMP is the run's temporary directory)</summary>"
 	echo
 	echo '```'
-	cat "$tmp/haproxy.cfg"
+	sed "s|$tmp|\$TMP|g" "$tmp/haproxy.cfg"
 	echo '```'
 	echo
 	echo "</details>"

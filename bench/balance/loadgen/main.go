@@ -14,8 +14,10 @@
 // counted for that backend. A caller whose connection ends dials again.
 //
 // A run without a kill must have no error at all, and every backend must
-// answer some calls. With -kill-pid, the loadgen itself sends SIGKILL to
-// that backend once -kill-at of the calls are done, and the run fails
+// answer some calls. With -kill-pid, the loadgen itself sends SIGKILL (or
+// with -kill-signal TERM, SIGTERM, for a graceful stop; with -drain, after
+// telling HAProxy to send that backend no new work) to that backend once
+// -kill-at of the calls are done, and the run fails
 // unless every failed call was on that backend, came with an error before
 // its deadline, and started before the kill had settled (-settle), and
 // every caller and every other backend went on after the kill (see
@@ -37,6 +39,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -69,13 +72,27 @@ func main() {
 	flag.DurationVar(&cfg.callTimeout, "call-timeout", 2*time.Second, "deadline of each call (and of each dial)")
 	flag.DurationVar(&cfg.maxTime, "max-time", 60*time.Second, "the run fails if it has not ended by then")
 	flag.DurationVar(&cfg.wait, "wait", 15*time.Second, "how long to wait, before the run, for every backend to answer")
-	flag.IntVar(&cfg.killPID, "kill-pid", 0, "SIGKILL this `pid` (a backend) once -kill-at of the calls are done")
+	flag.IntVar(&cfg.killPID, "kill-pid", 0, "send -kill-signal to this `pid` (a backend) once -kill-at of the calls are done")
+	signal := flag.String("kill-signal", "KILL", "the `signal` for -kill-pid: KILL, or TERM for a graceful stop")
 	flag.StringVar(&cfg.killName, "kill-name", "", "the backend `name` of -kill-pid")
 	flag.Float64Var(&cfg.killAt, "kill-at", 0.4, "the `fraction` of the calls done when -kill-pid is killed")
+	flag.StringVar(&cfg.drain, "drain", "", "before -kill-signal, set -drain-server to drain through the HAProxy admin socket at `address` (host:port or unix:PATH), and wait -drain-wait")
+	flag.StringVar(&cfg.drainServer, "drain-server", "", "the HAProxy `backend/server` to drain, such as http_backends/b2")
+	flag.DurationVar(&cfg.drainWait, "drain-wait", time.Second, "how long to wait between draining and the signal")
+	flag.IntVar(&cfg.maxErrors, "max-errors", -1, "with -kill-pid, fail if more calls than this fail (-1: no limit)")
 	flag.DurationVar(&cfg.settle, "settle", 300*time.Millisecond, "after a kill, calls started later than this must all succeed")
 	flag.StringVar(&cfg.lbLog, "lb-log", "", "the balancer's log `file`, with a line for every HTTP request (see run.sh), read after the run to find the backend of calls that got no answer")
 	flag.StringVar(&cfg.mdFile, "md", "", "append a Markdown table row for this run to `file`")
 	flag.Parse()
+	switch *signal {
+	case "KILL", "SIGKILL":
+		cfg.killSignal = syscall.SIGKILL
+	case "TERM", "SIGTERM":
+		cfg.killSignal = syscall.SIGTERM
+	default:
+		fmt.Fprintf(os.Stderr, "loadgen: -kill-signal must be KILL or TERM, not %q\n", *signal)
+		os.Exit(2)
+	}
 	if *backends != "" {
 		cfg.backends = strings.Split(*backends, ",")
 	}
@@ -97,6 +114,11 @@ type config struct {
 	callTimeout       time.Duration
 	maxTime, wait     time.Duration
 	killPID           int
+	killSignal        syscall.Signal
+	drain             string
+	drainServer       string
+	drainWait         time.Duration
+	maxErrors         int
 	killName          string
 	killAt            float64
 	settle            time.Duration
@@ -117,6 +139,8 @@ func (c *config) validate() error {
 		return errors.New("-kill-name must be one of -backends")
 	case c.killPID != 0 && (c.killAt <= 0 || c.killAt >= 1):
 		return errors.New("-kill-at must be between 0 and 1")
+	case c.drain != "" && (c.killPID == 0 || c.drainServer == ""):
+		return errors.New("-drain needs -kill-pid and -drain-server")
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -382,6 +406,7 @@ func probe(ctx context.Context, cfg *config, hc *jsonrpc.HTTPClient) (string, er
 // A killRecord says when the backend was killed.
 type killRecord struct {
 	at       time.Duration // since the start of the run
+	drained  time.Duration // when the backend was set to drain, if it was
 	inFlight int64         // calls in flight at that moment, all backends
 	done     int64         // calls finished by then
 }
@@ -446,8 +471,16 @@ func run(cfg *config) error {
 				case <-t.C:
 				}
 			}
-			kill = killRecord{at: time.Since(start), inFlight: inFlight.Load(), done: done.Load()}
-			killErr = syscall.Kill(cfg.killPID, syscall.SIGKILL)
+			var drained time.Duration
+			if cfg.drain != "" {
+				drained = time.Since(start)
+				if killErr = drain(cfg); killErr != nil {
+					return
+				}
+				time.Sleep(cfg.drainWait)
+			}
+			kill = killRecord{at: time.Since(start), drained: drained, inFlight: inFlight.Load(), done: done.Load()}
+			killErr = syscall.Kill(cfg.killPID, cfg.killSignal)
 		}()
 	}
 
@@ -522,6 +555,34 @@ func run(cfg *config) error {
 	}
 	if len(rep.failures) > 0 {
 		return fmt.Errorf("%d check(s) failed: %s", len(rep.failures), strings.Join(rep.failures, "; "))
+	}
+	return nil
+}
+
+// drain tells HAProxy, on its admin socket, to send no new work to
+// cfg.drainServer.
+func drain(cfg *config) error {
+	network, address := "tcp", cfg.drain
+	if path, ok := strings.CutPrefix(cfg.drain, "unix:"); ok {
+		network, address = "unix", path
+	}
+	conn, err := net.DialTimeout(network, address, time.Second)
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := fmt.Fprintf(conn, "set server %s state drain\n", cfg.drainServer); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	// HAProxy answers an empty line when the command worked, and a
+	// message otherwise, then closes the connection.
+	reply, err := io.ReadAll(conn)
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	if msg := strings.TrimSpace(string(reply)); msg != "" {
+		return fmt.Errorf("drain: HAProxy says %q", msg)
 	}
 	return nil
 }
@@ -812,8 +873,15 @@ func checkKill(cfg *config, s *summary, samples [][]sample, k killRecord) {
 			s.fail("backend %s answered no call after the kill", b)
 		}
 	}
-	line := fmt.Sprintf("kill: SIGKILL to %s (pid %d) at %v, after %d calls, with %d calls in flight on all backends",
-		cfg.killName, cfg.killPID, k.at.Round(time.Millisecond), k.done, k.inFlight)
+	if cfg.maxErrors >= 0 && s.errs > cfg.maxErrors {
+		s.fail("%d calls failed, want at most %d", s.errs, cfg.maxErrors)
+	}
+	if cfg.drain != "" {
+		s.lines = append(s.lines, fmt.Sprintf("kill: %s set to drain in HAProxy at %v, %v before the signal",
+			cfg.drainServer, k.drained.Round(time.Millisecond), (k.at-k.drained).Round(time.Millisecond)))
+	}
+	line := fmt.Sprintf("kill: %s to %s (pid %d) at %v, after %d calls, with %d calls in flight on all backends",
+		signalName(cfg.killSignal), cfg.killName, cfg.killPID, k.at.Round(time.Millisecond), k.done, k.inFlight)
 	s.lines = append(s.lines, line)
 	line = fmt.Sprintf("kill: %d calls failed: %d sent before the kill, %d after it (before %s's sockets were closed or its death seen)",
 		s.errs, inFlightFailed, afterFailed, cfg.killName)
@@ -826,6 +894,13 @@ func checkKill(cfg *config, s *summary, samples [][]sample, k killRecord) {
 	s.lines = append(s.lines, line)
 	s.lines = append(s.lines, fmt.Sprintf("kill: %d calls started more than %v after the kill, all answered: %s",
 		lateOK, cfg.settle, spread(lateByBackend, cfg.backends)))
+}
+
+func signalName(sig syscall.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGKILL"
 }
 
 func (s *summary) rate() float64 { return float64(s.calls) / s.wall.Seconds() }
