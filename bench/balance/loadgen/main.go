@@ -69,7 +69,7 @@ func main() {
 	backends := flag.String("backends", "", "comma-separated `names` of the backends expected to answer")
 	flag.IntVar(&cfg.callers, "callers", 32, "concurrent callers")
 	flag.IntVar(&cfg.calls, "calls", 20000, "calls in all, shared by the callers")
-	flag.DurationVar(&cfg.callTimeout, "call-timeout", 2*time.Second, "deadline of each call (and of each dial)")
+	flag.DurationVar(&cfg.callTimeout, "call-timeout", 5*time.Second, "deadline of each call (and of each dial)")
 	flag.DurationVar(&cfg.maxTime, "max-time", 60*time.Second, "the run fails if it has not ended by then")
 	flag.DurationVar(&cfg.wait, "wait", 15*time.Second, "how long to wait, before the run, for every backend to answer")
 	flag.IntVar(&cfg.killPID, "kill-pid", 0, "send -kill-signal to this `pid` (a backend) once -kill-at of the calls are done")
@@ -806,11 +806,15 @@ func checkKill(cfg *config, s *summary, samples [][]sample, k killRecord) {
 	settle := k.at + cfg.settle
 	var inFlightFailed, afterFailed, lateOK, lateOnKilled, beforeOnKilled, silent int
 	var lastFail time.Duration
+	var slowest sample
 	lateByBackend := map[string]int{}
 	for c, own := range samples {
 		fails, wentOn := 0, false
 		for _, x := range own {
 			end := x.start + x.latency
+			if x.kind == "" && x.latency > slowest.latency {
+				slowest = x
+			}
 			if x.kind == "" {
 				if x.backend == cfg.killName && x.start < k.at {
 					beforeOnKilled++
@@ -894,6 +898,8 @@ func checkKill(cfg *config, s *summary, samples [][]sample, k killRecord) {
 	s.lines = append(s.lines, line)
 	s.lines = append(s.lines, fmt.Sprintf("kill: %d calls started more than %v after the kill, all answered: %s",
 		lateOK, cfg.settle, spread(lateByBackend, cfg.backends)))
+	s.lines = append(s.lines, fmt.Sprintf("kill: the slowest answered call took %v, on %s, started %v after the kill",
+		round(slowest.latency), slowest.backend, (slowest.start-k.at).Round(time.Millisecond)))
 }
 
 func signalName(sig syscall.Signal) string {
