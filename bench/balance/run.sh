@@ -2,10 +2,11 @@
 # Runs three backends of cmd/jsonrpc-demo behind HAProxy on loopback ports,
 # in HTTP mode (keep-alive to the backends) and in TCP mode (newline-
 # delimited JSON-RPC, one connection per caller), drives them with
-# bench/balance/loadgen, and kills one backend in the middle of a run.
+# bench/balance/loadgen, and in the middle of a run kills one backend
+# (SIGKILL), stops it (SIGTERM), or over HTTP drains it in HAProxy first.
 #
-#   bench/balance/run.sh           full run (about two minutes); rewrites bench/BALANCER.md
-#   QUICK=1 bench/balance/run.sh   small run (well under a minute); writes no file
+#   bench/balance/run.sh           full run (two to three minutes on 2 cores); rewrites bench/BALANCER.md
+#   QUICK=1 bench/balance/run.sh   small run (about 20 seconds); writes no file
 #
 # It installs HAProxy with apt-get if it is missing (as root, or through
 # sudo when that needs no password). Everything it starts (backends,
