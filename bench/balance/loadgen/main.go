@@ -898,8 +898,12 @@ func checkKill(cfg *config, s *summary, samples [][]sample, k killRecord) {
 	s.lines = append(s.lines, line)
 	s.lines = append(s.lines, fmt.Sprintf("kill: %d calls started more than %v after the kill, all answered: %s",
 		lateOK, cfg.settle, spread(lateByBackend, cfg.backends)))
-	s.lines = append(s.lines, fmt.Sprintf("kill: the slowest answered call took %v, on %s, started %v after the kill",
-		round(slowest.latency), slowest.backend, (slowest.start-k.at).Round(time.Millisecond)))
+	when := fmt.Sprintf("%v after", (slowest.start - k.at).Round(time.Millisecond))
+	if slowest.start < k.at {
+		when = fmt.Sprintf("%v before", (k.at - slowest.start).Round(time.Millisecond))
+	}
+	s.lines = append(s.lines, fmt.Sprintf("kill: the slowest answered call took %v, on %s, started %s the kill",
+		round(slowest.latency), slowest.backend, when))
 }
 
 func signalName(sig syscall.Signal) string {
