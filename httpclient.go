@@ -34,7 +34,11 @@ type HTTPClient struct {
 	// URL is the server's endpoint.
 	URL string
 
-	// Client sends the requests; nil means [http.DefaultClient].
+	// Client sends the requests; nil means [http.DefaultClient]. Its
+	// Transport keeps only two idle connections per host: with more
+	// concurrent callers, give the client a Transport whose
+	// MaxIdleConnsPerHost is at least their number, or most calls open
+	// a new connection.
 	Client *http.Client
 
 	// Header holds headers added to every request, such as

@@ -6,6 +6,7 @@ package jsonrpc
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -109,7 +110,7 @@ func (s *Server) ServeListener(ctx context.Context, l net.Listener) error {
 			defer s.acceptedEnd()
 			defer wg.Done()
 			defer func() { <-slots }()
-			defer nc.Close()
+			defer closeGently(nc)
 			if err := s.serveConn(ctx, nc); err != nil && !errors.Is(err, ErrServerClosed) {
 				s.logger().Debug("jsonrpc: connection ended", slog.String("remote", nc.RemoteAddr().String()), slog.Any("error", err))
 			}
@@ -121,12 +122,37 @@ func (s *Server) ServeListener(ctx context.Context, l net.Listener) error {
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) error {
 	cfg := s.config()
 	cfg.idle = s.IdleTimeout
-	c := newConn(cfg, ctx, nc, nc)
+	// Reading is stopped with a read deadline rather than CloseRead, so
+	// that closeGently can still read what the peer sent meanwhile.
+	rw := struct{ net.Conn }{nc}
+	c := newConn(cfg, ctx, rw, rw)
 	if !s.track(c) {
 		return ErrServerClosed
 	}
 	defer s.untrack(c)
 	return c.serve(ctx)
+}
+
+// lingerTime bounds how long closeGently waits for the peer to close.
+const lingerTime = 500 * time.Millisecond
+
+// closeGently closes an accepted connection so that the answers written
+// reach the peer: it ends the sending side, then reads and drops what
+// the peer still sends until it closes too (or lingerTime passes), and
+// only then closes. A socket closed with unread input is reset, and a
+// reset destroys the answers the peer has not read yet: that happens when
+// the server stops reading (Shutdown, IdleTimeout) while the peer still
+// sends.
+func closeGently(nc net.Conn) {
+	defer nc.Close()
+	cw, ok := nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	if nc.SetReadDeadline(time.Now().Add(lingerTime)) != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(nc, 1<<20))
 }
 
 // retryAccept reports whether an error from Accept may pass.

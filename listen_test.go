@@ -395,3 +395,39 @@ func TestListenerStalledPeer(t *testing.T) {
 	require.NoError(t, srv.Shutdown(shut), "the stalled connection was dropped")
 	assert.ErrorIs(t, <-errc, jsonrpc.ErrServerClosed)
 }
+
+// TestListenerShutdownKeepsAnswers: a request that arrives after Shutdown
+// stopped reading must not cost the answers already written: a socket
+// closed with unread input is reset, and a reset destroys what the peer
+// has not read yet.
+func TestListenerShutdownKeepsAnswers(t *testing.T) {
+	checkLeaks(t)
+	big := strings.Repeat("x", 4<<20)
+	started := make(chan struct{})
+	mux := jsonrpc.NewMux()
+	mux.HandleFunc("slowbig", func(context.Context, *jsonrpc.Request) (any, error) {
+		close(started)
+		time.Sleep(200 * time.Millisecond)
+		return big, nil
+	})
+	mux.HandleFunc("fast", func(context.Context, *jsonrpc.Request) (any, error) { return "ok", nil })
+	srv := &jsonrpc.Server{Handler: mux}
+	addr, errc := listen(t, t.Context(), srv)
+	c, err := jsonrpc.Dial(t.Context(), "tcp", addr, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	slow := make(chan error, 1)
+	var got string
+	go func() { slow <- c.Call(t.Context(), "slowbig", nil, &got) }()
+	<-started
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(t.Context()) }()
+	time.Sleep(50 * time.Millisecond) // reading has stopped
+	late := make(chan error, 1)
+	go func() { late <- c.Call(t.Context(), "fast", nil, nil) }()
+	require.NoError(t, <-slow, "the answer written before the close arrives whole")
+	assert.Len(t, got, len(big))
+	assert.ErrorIs(t, <-late, jsonrpc.ErrClosed, "the late request is not served")
+	require.NoError(t, <-shut)
+	assert.ErrorIs(t, <-errc, jsonrpc.ErrServerClosed)
+}
