@@ -26,8 +26,9 @@ import (
 )
 
 const (
-	// readBufSize is the initial size of the read buffer; it doubles when
-	// a line does not fit, or takes more than a quarter of it.
+	// readBufSize is the initial size of the read buffer. It grows when a
+	// line does not fit, or takes more than a quarter of it: to 1 MiB the
+	// first time (W5big's 256 KiB lines need no more), then doubling.
 	readBufSize = 256 << 10
 	// minRead is the least room kept free at the end of the read buffer
 	// for the next read; below it, the partial line is moved to the
@@ -98,8 +99,8 @@ func Serve(r io.Reader, w io.Writer) error {
 		// Make room for the read: move a partial line to the front if it
 		// is short, or if the room left is too small and the line takes at
 		// most a quarter of the buffer; otherwise, if the room is too
-		// small, double the buffer (so that long lines, one after the
-		// other, are moved only now and then).
+		// small, grow the buffer (so that long lines, one after the other,
+		// are moved only now and then).
 		switch partial := end - start; {
 		case partial == 0:
 			start, end, scanned = 0, 0, 0
@@ -108,7 +109,11 @@ func Serve(r io.Reader, w io.Writer) error {
 			start, end, scanned = 0, partial, partial
 		}
 		if len(buf)-end < minRead {
-			nb := make([]byte, 2*len(buf))
+			size := 2 * len(buf)
+			if len(buf) == readBufSize {
+				size = 4 * len(buf) // the first long line: 1 MiB
+			}
+			nb := make([]byte, size)
 			copy(nb, buf[start:end])
 			buf = nb
 			end, scanned, start = end-start, scanned-start, 0
