@@ -40,10 +40,23 @@ type client interface {
 	Close() error
 }
 
+type serveFunc func(ctx context.Context, r io.Reader, w io.WriteCloser) error
+
 type impl struct {
 	suite.Impl
-	serve     func(ctx context.Context, r io.Reader, w io.WriteCloser) error
+	serve     serveFunc
 	newClient func(r io.Reader, w io.WriteCloser) client
+	// serveHand serves the HandJSON workload (see suite.Workload.HandJSON);
+	// nil: serve does.
+	serveHand serveFunc
+}
+
+// serveFor returns the server im runs on w.
+func (im *impl) serveFor(w suite.Workload) serveFunc {
+	if w.HandJSON && im.serveHand != nil {
+		return im.serveHand
+	}
+	return im.serve
 }
 
 var registered = map[string]*impl{}
@@ -181,10 +194,11 @@ func BenchmarkServer(b *testing.B) {
 func benchServer(b *testing.B, im *impl, w suite.Workload) {
 	input := w.Bytes()
 	ctx := context.Background()
+	serve := im.serveFor(w)
 	serveOnce := func() error {
 		out := suite.NewCounter(im.Lines, w.Responses())
 		in := &holdReader{r: bytes.NewReader(input), hold: out.Done()}
-		if err := im.serve(ctx, in, out); err != nil {
+		if err := serve(ctx, in, out); err != nil {
 			return err
 		}
 		if n, _ := out.Count(); n != w.Responses() {
@@ -195,7 +209,7 @@ func benchServer(b *testing.B, im *impl, w suite.Workload) {
 	// Check the output once, outside the measurement.
 	out := new(bytes.Buffer)
 	counter := suite.NewCounter(im.Lines, w.Responses())
-	if err := im.serve(ctx, &holdReader{r: bytes.NewReader(input), hold: counter.Done()}, nopCloser{io.MultiWriter(out, counter)}); err != nil {
+	if err := serve(ctx, &holdReader{r: bytes.NewReader(input), hold: counter.Done()}, nopCloser{io.MultiWriter(out, counter)}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := w.Validate(out); err != nil {

@@ -24,7 +24,7 @@ func TestServe(t *testing.T) {
 				var out bytes.Buffer
 				counter := suite.NewCounter(im.Lines, w.Responses())
 				in := &holdReader{r: bytes.NewReader(w.Bytes()), hold: counter.Done()}
-				if err := im.serve(context.Background(), in, nopCloser{io.MultiWriter(&out, counter)}); err != nil {
+				if err := im.serveFor(w)(context.Background(), in, nopCloser{io.MultiWriter(&out, counter)}); err != nil {
 					t.Fatal(err)
 				}
 				if n, _ := counter.Count(); n != w.Responses() {

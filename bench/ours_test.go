@@ -14,4 +14,5 @@ import (
 func init() {
 	register("ours", oursimpl.Serve,
 		func(r io.Reader, w io.WriteCloser) client { return oursimpl.NewClient(r, w) })
+	registered["ours"].serveHand = oursimpl.ServeHand
 }

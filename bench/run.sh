@@ -8,8 +8,8 @@
 #
 # Environment:
 #   QUICK=1       same as --quick
-#   SKIP_OURS=1   leave out this repository's library (builds with -tags noours
-#                 and does not build ../cmd/jsonrpc-demo)
+#   SKIP_OURS=1   leave out this repository's library (builds with -tags noours,
+#                 which leaves out cmd/ours, and does not build ../cmd/jsonrpc-demo)
 #   REPS, BIG_REPS, COUNT, BENCHTIME   override the full-run repetitions
 #   BENCHSTAT     benchstat command (default: go run of a pinned x/perf version)
 set -euo pipefail
@@ -60,9 +60,11 @@ if [ "$skip_ours" = 1 ]; then
 fi
 
 log "building servers and tools"
-go build -o "$tmp/bin/" ./cmd/... ./tools/...
+go build "${tags[@]}" -o "$tmp/bin/" ./cmd/... ./tools/...
 if [ "$skip_ours" != 1 ]; then
-	(cd .. && go build -o "$tmp/bin/ours" ./cmd/jsonrpc-demo)
+	# The library's demo runs the row of the hand-tuned params decoding
+	# (W2handUnmarshalJSON); cmd/ours runs every other row of ours.
+	(cd .. && go build -o "$tmp/bin/jsonrpc-demo" ./cmd/jsonrpc-demo)
 fi
 
 log "generating workloads (scale $scale)"
@@ -79,7 +81,7 @@ go test "${tags[@]}" -run '^$' -bench . -count="$count" -benchtime="$benchtime" 
 }
 
 log "report"
-"$tmp/bin/report" -md "$tmp/table.md" -targets "$tmp/targets.md" "$tmp/process.txt" "$tmp/inproc.txt"
+"$tmp/bin/report" -check -md "$tmp/table.md" -targets "$tmp/targets.md" "$tmp/process.txt" "$tmp/inproc.txt"
 
 if [ "$quick" = 1 ]; then
 	log "quick run done (no file written)"
@@ -120,14 +122,14 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	echo "Run from bench/, with \$TMP a fresh temporary directory:"
 	echo
 	echo '```'
-	echo "go build -o \$TMP/bin/ ./cmd/... ./tools/..."
+	echo "go build ${tags[*]:+${tags[*]} }-o \$TMP/bin/ ./cmd/... ./tools/..."
 	if [ "$skip_ours" != 1 ]; then
-		echo "(cd .. && go build -o \$TMP/bin/ours ./cmd/jsonrpc-demo)"
+		echo "(cd .. && go build -o \$TMP/bin/jsonrpc-demo ./cmd/jsonrpc-demo)"
 	fi
 	echo "\$TMP/bin/gen -dir \$TMP/data -scale $scale"
 	echo "\$TMP/bin/procbench -bin \$TMP/bin -data \$TMP/data -impls $impls -reps $reps -bigreps $big_reps >\$TMP/process.txt"
 	echo "go test ${tags[*]:+${tags[*]} }-run '^\$' -bench . -count=$count -benchtime=$benchtime . >\$TMP/inproc.txt"
-	echo "\$TMP/bin/report \$TMP/process.txt \$TMP/inproc.txt"
+	echo "\$TMP/bin/report -check \$TMP/process.txt \$TMP/inproc.txt"
 	echo "cat \$TMP/process.txt \$TMP/inproc.txt >\$TMP/all.txt && $benchstat_cmd -confidence 0.9 \$TMP/all.txt"
 	echo '```'
 	if [ "$skip_ours" = 1 ]; then

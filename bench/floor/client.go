@@ -2,6 +2,7 @@ package floor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -30,7 +31,20 @@ var ErrClosed = errors.New("floor: connection closed")
 
 var chanPool = sync.Pool{New: func() any { return make(chan int64, 1) }}
 
-var keyResult = []byte(`"result":`)
+var (
+	keyID     = []byte(`"id":`)
+	keyResult = []byte(`"result":`)
+)
+
+// intAfter parses the integer that follows key in b (0 if there is none).
+func intAfter(b, key []byte) int64 {
+	i := bytes.Index(b, key)
+	if i < 0 {
+		return 0
+	}
+	n, _ := parseInt(b, skipSpace(b, i+len(key)))
+	return n
+}
 
 // NewClient returns a client that writes requests to w and reads responses
 // from r.

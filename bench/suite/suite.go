@@ -23,6 +23,13 @@ type Workload struct {
 	Notify bool   // requests are notifications (no id, no response)
 	Big    int    // size in bytes of the string carried in each request's params (0: none)
 
+	// HandJSON marks the row of our library's hand-tuned params decoding:
+	// the input of W2typed, but subtract's params are decoded by a
+	// hand-written, allocation-free UnmarshalJSON (the one of
+	// cmd/jsonrpc-demo in the whole-process runs) instead of by
+	// encoding/json. Only the implementations with Impl.HandJSON run it.
+	HandJSON bool
+
 	// InProc is the number of lines per iteration of the in-process
 	// throughput benchmarks (a slice of the same workload).
 	InProc int
@@ -34,7 +41,8 @@ const BigSize = 256 << 10
 // Workloads lists the full-size workloads, in table order.
 var Workloads = []Workload{
 	{Name: "W1echo", Title: "echo, 200,000 requests", Method: "echo", Lines: 200000, InProc: 10000},
-	{Name: "W2typed", Title: "subtract into a struct, 200,000 requests", Method: "subtract", Lines: 200000, InProc: 10000},
+	{Name: "W2typed", Title: "subtract into a struct that encoding/json decodes, 200,000 requests", Method: "subtract", Lines: 200000, InProc: 10000},
+	{Name: "W2handUnmarshalJSON", Title: "W2typed with a hand-written UnmarshalJSON for the params (ours and the floor only)", Method: "subtract", Lines: 200000, InProc: 10000, HandJSON: true},
 	{Name: "W3batch", Title: "20,000 batches of 10 echo requests", Method: "echo", Lines: 20000, Batch: 10, InProc: 1000},
 	{Name: "W4notify", Title: "200,000 echo notifications", Method: "echo", Lines: 200000, Notify: true, InProc: 10000},
 	{Name: "W5big", Title: "2,000 echo requests of 256 KiB each", Method: "echo", Lines: 2000, Big: BigSize, InProc: 32},
@@ -189,12 +197,18 @@ type Impl struct {
 	// goes on reading. sourcegraph/jsonrpc2 and x/exp/jsonrpc2 end the
 	// connection instead, and the floor does not validate its input.
 	ParseError bool
+
+	// HandJSON: runs the HandJSON workload (see Workload.HandJSON), with
+	// the server binary HandBinary if it is not empty. The floor runs it
+	// with its usual code, which parses everything by hand anyway.
+	HandJSON   bool
+	HandBinary string
 }
 
 // Impls lists every implementation, in table order.
 var Impls = []Impl{
-	{Name: "floor", Title: "hand-written loop, no library", Batch: true, Lines: true},
-	{Name: "ours", Title: "github.com/ndjsonrpc/jsonrpc", Batch: true, Lines: true, ParseError: true},
+	{Name: "floor", Title: "hand-written loop, no library", Batch: true, Lines: true, HandJSON: true},
+	{Name: "ours", Title: "github.com/ndjsonrpc/jsonrpc", Batch: true, Lines: true, ParseError: true, HandJSON: true, HandBinary: "jsonrpc-demo"},
 	{Name: "jrpc2", Title: "github.com/creachadair/jrpc2 (channel.Line)", Peer: true, Batch: true, Lines: true, ParseError: true},
 	{Name: "sourcegraph", Title: "github.com/sourcegraph/jsonrpc2 (NewPlainObjectStream)", Peer: true, Lines: true},
 	{Name: "xexp", Title: "golang.org/x/exp/jsonrpc2 (RawFramer)", Peer: true},
@@ -211,7 +225,29 @@ func LookupImpl(name string) (Impl, bool) {
 }
 
 // Supports reports whether im can run workload w.
-func (im Impl) Supports(w Workload) bool { return w.Batch == 0 || im.Batch }
+func (im Impl) Supports(w Workload) bool {
+	return (w.Batch == 0 || im.Batch) && (!w.HandJSON || im.HandJSON)
+}
+
+// Unsupported says why im does not run w ("" if it does).
+func (im Impl) Unsupported(w Workload) string {
+	switch {
+	case w.Batch > 0 && !im.Batch:
+		return "no batch support"
+	case w.HandJSON && !im.HandJSON:
+		return "no hand-tuned params decoding"
+	}
+	return ""
+}
+
+// Binary is the name of im's whole-process server binary for w: im's own
+// name, or HandBinary for the HandJSON workload.
+func (im Impl) Binary(w Workload) string {
+	if w.HandJSON && im.HandBinary != "" {
+		return im.HandBinary
+	}
+	return im.Name
+}
 
 // SupportsScan reports whether im can run the Scan input in.
 func (im Impl) SupportsScan(in ScanInput) bool { return !in.Invalid || im.ParseError }

@@ -22,6 +22,10 @@
 //
 // maxrss-MiB is the server's own peak RSS; see peakRSS.
 //
+// The binary of an implementation is named after it (suite.Impl.Binary),
+// but for the row of our library's hand-tuned params decoding, which runs
+// cmd/jsonrpc-demo, built as jsonrpc-demo.
+//
 //	procbench -bin DIR -data DIR [-impls a,b] [-workloads a,b] [-reps N] [-bigreps N]
 package main
 
@@ -131,8 +135,13 @@ func run(cfg config, implList, workList string) error {
 		impls = suite.Impls
 	}
 	for _, im := range impls {
-		if _, err := os.Stat(filepath.Join(cfg.binDir, im.Name)); err != nil {
-			return fmt.Errorf("binary for %s: %v", im.Name, err)
+		for _, w := range works {
+			if !im.Supports(w) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(cfg.binDir, im.Binary(w))); err != nil {
+				return fmt.Errorf("binary for %s on %s: %v", im.Name, w.Name, err)
+			}
 		}
 	}
 
@@ -149,11 +158,11 @@ func run(cfg config, implList, workList string) error {
 		refs := map[string]reference{}
 		for _, im := range impls {
 			if !im.Supports(w) {
-				fmt.Fprintf(os.Stderr, "%s/%s: skipped (no batch support)\n", w.Name, im.Name)
+				fmt.Fprintf(os.Stderr, "%s/%s: skipped (%s)\n", w.Name, im.Name, im.Unsupported(w))
 				continue
 			}
 			if cfg.validate {
-				ref, err := checkRuns(filepath.Join(cfg.binDir, im.Name), input, w, im, cfg.timeout)
+				ref, err := checkRuns(filepath.Join(cfg.binDir, im.Binary(w)), input, w, im, cfg.timeout)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "%s/%s: FAILED check: %v\n", w.Name, im.Name, err)
 					failed = append(failed, w.Name+"/"+im.Name)
@@ -169,7 +178,7 @@ func run(cfg config, implList, workList string) error {
 			for k := range runnable {
 				im := runnable[(k+rep)%len(runnable)]
 				ref, checked := refs[im.Name]
-				res, err := runOnce(filepath.Join(cfg.binDir, im.Name), input, w, im, runOpts{digest: checked, canonical: ref.canonical}, cfg.timeout)
+				res, err := runOnce(filepath.Join(cfg.binDir, im.Binary(w)), input, w, im, runOpts{digest: checked, canonical: ref.canonical}, cfg.timeout)
 				if err == nil && checked {
 					got := res.raw
 					if ref.canonical {

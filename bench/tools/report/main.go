@@ -3,11 +3,14 @@
 // table in which every figure is also shown as a ratio to the floor (×F)
 // and to the fastest of the three peer libraries (×P).
 //
-//	report [-md FILE] [-targets FILE] FILE...
+//	report [-check] [-md FILE] [-targets FILE] FILE...
 //
 // The plain-text table goes to standard output; -md also writes it as a
 // Markdown table, and -targets writes the check of the performance targets
-// for our library (a Markdown table with yes/no for each).
+// for our library (a Markdown table with yes/no for each). With -check,
+// report fails if a figure is missing: every implementation in the input
+// must have, for every workload it supports, its whole-process figures (if
+// the input holds any) and its in-process ones (likewise).
 package main
 
 import (
@@ -162,6 +165,7 @@ func ratio(v, base float64, ok bool) string {
 func main() {
 	mdPath := flag.String("md", "", "also write the table as Markdown to this file")
 	targetsPath := flag.String("targets", "", "also write the check of the performance targets as Markdown to this file")
+	check := flag.Bool("check", false, "fail if an implementation lacks the figures of a workload it supports")
 	flag.Parse()
 	s := samples{}
 	for _, path := range flag.Args() {
@@ -188,6 +192,11 @@ func main() {
 	}
 	if len(impls) == 0 {
 		fatal(fmt.Errorf("no benchmark results in the input"))
+	}
+	if *check {
+		if err := checkComplete(s, impls); err != nil {
+			fatal(err)
+		}
 	}
 
 	header := []string{"measurement"}
@@ -231,7 +240,8 @@ func main() {
 
 	legend := fmt.Sprintf("Each cell: median over the runs (up to %d per figure), then (value ÷ floor ×F, value ÷ fastest peer ×P); lower is better everywhere "+
 		"except in the rates (MB/s of input), where higher is better and the fastest peer is the one with the highest rate. "+
-		"Peers: jrpc2, sourcegraph, xexp. n/a: not run (no batch support; for ScanInvalidTail, no Parse error answer to invalid JSON). "+
+		"Peers: jrpc2, sourcegraph, xexp. n/a: not run (no batch support; for W2handUnmarshalJSON, no hand-tuned params decoding, a row of ours against the floor; "+
+		"for ScanInvalidTail, no Parse error answer to invalid JSON). "+
 		"–: ratio undefined (zero).", maxRuns)
 
 	printText(os.Stdout, header, table, groups)
@@ -254,6 +264,36 @@ func main() {
 			fatal(err)
 		}
 	}
+}
+
+// checkComplete reports the figures missing from s: for each kind of
+// benchmark present in s (whole process, in process), every
+// implementation in impls must have run every workload it supports.
+func checkComplete(s samples, impls []suite.Impl) error {
+	var missing []string
+	for _, kind := range []string{"Process/", "Server/"} {
+		present := false
+		for name := range s {
+			if strings.HasPrefix(name, kind) {
+				present = true
+				break
+			}
+		}
+		if !present {
+			continue
+		}
+		for _, w := range suite.Workloads {
+			for _, im := range impls {
+				if name := kind + w.Name + "/" + im.Name; im.Supports(w) && len(s[name]) == 0 {
+					missing = append(missing, name)
+				}
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("figures missing: %s", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func printText(w io.Writer, header []string, table [][]string, groups []string) {
