@@ -16,8 +16,9 @@ import (
 	"github.com/ndjsonrpc/jsonrpc/bench/suite"
 )
 
-// echo returns its params exactly as sent (raw in, raw out).
-func echo(_ context.Context, req *jsonrpc.Request) (any, error) {
+// echo returns its params exactly as sent (raw in, raw out), as a
+// RawHandlerFunc, which the server writes without boxing the result.
+func echo(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 	return req.Params, nil
 }
 
@@ -28,7 +29,7 @@ func subtract(_ context.Context, p suite.SubParams) (int, error) {
 
 var mux = func() *jsonrpc.Mux {
 	m := new(jsonrpc.Mux)
-	m.HandleFunc("echo", echo)
+	m.Handle("echo", jsonrpc.RawHandlerFunc(echo))
 	m.Handle("subtract", jsonrpc.Func(subtract))
 	return m
 }()
@@ -129,7 +130,7 @@ func subtractHand(_ context.Context, p HandParams) (int, error) {
 
 var handMux = func() *jsonrpc.Mux {
 	m := new(jsonrpc.Mux)
-	m.HandleFunc("echo", echo)
+	m.Handle("echo", jsonrpc.RawHandlerFunc(echo))
 	m.Handle("subtract", jsonrpc.Func(subtractHand))
 	return m
 }()
