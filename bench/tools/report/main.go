@@ -247,6 +247,7 @@ func main() {
 	printText(os.Stdout, header, table, groups)
 	fmt.Println()
 	fmt.Println(legend)
+	printTwoWay(os.Stdout, s, false)
 	if *targetsPath != "" {
 		if err := writeTargets(*targetsPath, s); err != nil {
 			fatal(err)
@@ -260,6 +261,7 @@ func main() {
 		printMarkdown(f, header, table, groups)
 		fmt.Fprintln(f)
 		fmt.Fprintln(f, legend)
+		printTwoWay(f, s, true)
 		if err := f.Close(); err != nil {
 			fatal(err)
 		}
