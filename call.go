@@ -608,5 +608,6 @@ func Call(ctx context.Context, method string, params, result any) error {
 	if !ok {
 		return ErrNoConnection
 	}
+	rc.conn.releaseReader(rc)
 	return rc.conn.call(ctx, method, params, result)
 }

@@ -31,8 +31,9 @@ func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 // the contexts of many requests share one allocation.
 type reqCtx struct {
 	conn    *conn
-	req     *Request // the request, while its handler runs
-	id      string   // the request's id; "" for a notification
+	req     *Request   // the request, while its handler runs
+	id      string     // the request's id; "" for a notification
+	reader  *readState // the reading role it runs inline on, if so; read only by its handler's goroutine
 	armed   atomic.Pointer[armedCtx]
 	flags   atomic.Uint32
 	inBatch bool

@@ -415,6 +415,9 @@ func (c *conn) runTask(t *task, rs *readState, inline bool) (result []byte, werr
 		return c.invoke(t, inline)
 	}
 	if inline {
+		if t.ctx != nil {
+			t.ctx.reader = rs // for releaseReader, on this goroutine
+		}
 		if rs.sample++; rs.sample%sampleEvery != 1 {
 			result, werr, ok = c.invoke(t, true)
 			if offReader(rs) {
@@ -539,6 +542,27 @@ func (c *conn) tick() {
 		}
 	}
 	c.timer.Reset(handoffDelay)
+}
+
+// releaseReader passes the reading role on at once when the handler of rc
+// runs inline on the reading goroutine and is about to wait for the peer:
+// the answer it waits for must be read by someone, and the watchdog would
+// take a millisecond or two to notice. It runs on the handler's goroutine,
+// which alone reads rc.reader.
+func (c *conn) releaseReader(rc *reqCtx) {
+	rs := rc.reader
+	if rs == nil {
+		return // run by a worker
+	}
+	s := rs.state.Load()
+	if s&stateBusy == 0 || s&stateHandedOff != 0 {
+		return // handed off already
+	}
+	c.tickMu.Lock()
+	defer c.tickMu.Unlock()
+	if !c.dead && c.reader.Load() == rs {
+		c.handoff(rs, s) // only if the unit is still this one (s)
+	}
 }
 
 // handoff passes the reading role on, if the reader is still busy with the
