@@ -237,6 +237,7 @@ func main() {
 	printText(os.Stdout, header, table, groups)
 	fmt.Println()
 	fmt.Println(legend)
+	printNet(os.Stdout, s, false)
 	if *targetsPath != "" {
 		if err := writeTargets(*targetsPath, s); err != nil {
 			fatal(err)
@@ -250,6 +251,7 @@ func main() {
 		printMarkdown(f, header, table, groups)
 		fmt.Fprintln(f)
 		fmt.Fprintln(f, legend)
+		printNet(f, s, true)
 		if err := f.Close(); err != nil {
 			fatal(err)
 		}
