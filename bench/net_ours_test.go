@@ -5,7 +5,6 @@ package bench_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -30,7 +29,7 @@ func init() {
 		},
 	})
 	socketImpls = append([]socketImpl{
-		{name: "ours-pipe", dial: dialOursPipe},
+		{name: "ours-pipe", dial: func(b *testing.B) (caller, func()) { return dialPipe(b, registered["ours"]) }},
 		{name: "ours", dial: dialOursTCP},
 		// Server.Serve and NewClient on the two ends of one TCP
 		// connection: the listener's and Dial's share is the
@@ -64,33 +63,5 @@ func dialOursTCP(b *testing.B) (caller, func()) {
 		if err := <-served; err != nil && !errors.Is(err, jsonrpc.ErrServerClosed) {
 			b.Errorf("ServeListener: %v", err)
 		}
-	}
-}
-
-// dialOursPipe joins our client and server with two io.Pipes, as
-// BenchmarkRoundTrip does.
-func dialOursPipe(b *testing.B) (caller, func()) {
-	sr, cw := io.Pipe() // client to server
-	cr, sw := io.Pipe() // server to client
-	served := make(chan error, 1)
-	go func() {
-		err := oursimpl.Serve(context.Background(), sr, sw)
-		sw.Close()
-		served <- err
-	}()
-	c := oursimpl.NewClient(cr, cw)
-	return c, func() {
-		cw.Close()
-		select {
-		case err := <-served:
-			if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-				b.Errorf("server: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			b.Errorf("server did not stop")
-		}
-		c.Close()
-		sr.Close()
-		cr.Close()
 	}
 }

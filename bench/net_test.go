@@ -19,9 +19,11 @@ package bench_test
 //
 // The socket rows are ours over TCP (jsonrpc.Dial to
 // Server.ServeListener), ours over two io.Pipes (ours-pipe, as in
-// BenchmarkRoundTrip, measured in the same run to give the ratio), and the
-// floor and the stream peers over a TCP connection (their stream server
-// and client on the net.Conn).
+// BenchmarkRoundTrip, measured in the same run to give the ratio), ours'
+// stream server and client on the two ends of one TCP connection
+// (ours-conn, without the listener and Dial), the floor over TCP and over
+// io.Pipe (floor-pipe), and the stream peers over a TCP connection (their
+// stream server and client on the net.Conn).
 //
 // The call is subtract, its params decoded into a struct by
 // encoding/json everywhere but in the floors, and every answer is checked.
@@ -174,6 +176,11 @@ type socketImpl struct {
 var socketImpls []socketImpl
 
 func init() {
+	// The floor over io.Pipe too: its ratio TCP/io.Pipe is what the
+	// network itself costs a call.
+	socketImpls = append(socketImpls, socketImpl{name: "floor-pipe", dial: func(b *testing.B) (caller, func()) {
+		return dialPipe(b, registered["floor"])
+	}})
 	for _, name := range []string{"floor", "jrpc2", "sourcegraph", "xexp"} {
 		socketImpls = append(socketImpls, socketImpl{name: name, dial: func(b *testing.B) (caller, func()) {
 			im := registered[name]
@@ -233,6 +240,34 @@ func dialStream(b *testing.B, im *impl) (caller, func()) {
 			b.Errorf("%s server did not stop", im.Name)
 		}
 		l.Close()
+	}
+}
+
+// dialPipe joins im's stream client and server with two io.Pipes, as
+// BenchmarkRoundTrip does.
+func dialPipe(b *testing.B, im *impl) (caller, func()) {
+	sr, cw := io.Pipe() // client to server
+	cr, sw := io.Pipe() // server to client
+	served := make(chan error, 1)
+	go func() {
+		err := im.serve(context.Background(), sr, sw)
+		sw.Close()
+		served <- err
+	}()
+	c := im.newClient(cr, cw)
+	return c, func() {
+		cw.Close()
+		select {
+		case err := <-served:
+			if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+				b.Errorf("%s server: %v", im.Name, err)
+			}
+		case <-time.After(30 * time.Second):
+			b.Errorf("%s server did not stop", im.Name)
+		}
+		c.Close()
+		sr.Close()
+		cr.Close()
 	}
 }
 
