@@ -28,7 +28,10 @@ package bench_test
 // The call is subtract, its params decoded into a struct by
 // encoding/json everywhere but in the floors, and every answer is checked.
 // Figures are per call: ns/call, calls/s, allocs/call and B/call, the
-// allocations of client and server together (both run in this process).
+// allocations of client and server together (both run in this process),
+// and cpu-ns/call, the CPU time (user and system) of the whole process,
+// client, server, kernel and collector, divided by the calls: on a shared
+// machine it moves less with the load of other processes than the time.
 
 import (
 	"context"
@@ -40,6 +43,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,6 +286,7 @@ func runCalls(b *testing.B, c caller, mode netMode) {
 	b.ReportAllocs()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpuBefore := processCPU()
 	if mode.par == 1 {
 		i := 0
 		for b.Loop() {
@@ -313,6 +318,7 @@ func runCalls(b *testing.B, c caller, mode netMode) {
 			}
 		}
 	}
+	cpu := processCPU() - cpuBefore
 	runtime.ReadMemStats(&after)
 	calls := float64(b.N) * float64(perIter)
 	if calls == 0 {
@@ -323,4 +329,17 @@ func runCalls(b *testing.B, c caller, mode netMode) {
 	b.ReportMetric(calls/elapsed.Seconds(), "calls/s")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/calls, "allocs/call")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/calls, "B/call")
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/calls, "cpu-ns/call")
+	}
+}
+
+// processCPU returns the CPU time, user and system, this process has used
+// so far, or 0 if it cannot be read.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
