@@ -248,6 +248,7 @@ func main() {
 	fmt.Println()
 	fmt.Println(legend)
 	printTwoWay(os.Stdout, s, false)
+	printNet(os.Stdout, s, false)
 	if *targetsPath != "" {
 		if err := writeTargets(*targetsPath, s); err != nil {
 			fatal(err)
@@ -262,6 +263,7 @@ func main() {
 		fmt.Fprintln(f)
 		fmt.Fprintln(f, legend)
 		printTwoWay(f, s, true)
+		printNet(f, s, true)
 		if err := f.Close(); err != nil {
 			fatal(err)
 		}
