@@ -72,6 +72,7 @@ type config struct {
 	onUnknown    func(*Response) // responses that match no call
 	drainGrace   bool            // at the end of input, handlers get grace, then stop
 	idle         time.Duration   // close the connection after this long idle
+	encoders     *encoders       // shared result encoders; nil for the connection's own
 	in           *LineReader     // if set, the reader, rather than one made for r
 	quiet        bool            // drop malformed messages rather than answer them
 }
@@ -80,7 +81,7 @@ type config struct {
 // [Conn]. It reads messages, runs handlers for the peer's requests,
 // sends this side's calls and routes their responses.
 type conn struct {
-	encoders   encoders
+	encoders   *encoders // shared by the connections of a Server
 	handler    Handler
 	mux        *Mux // the handler, when it is a non-nil *Mux
 	log        *slog.Logger
@@ -167,6 +168,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		grace:        cfg.grace,
 		drainGrace:   cfg.drainGrace,
 		idle:         cfg.idle,
+		encoders:     cfg.encoders,
 		quiet:        cfg.quiet,
 		cancelConv:   cfg.cancel,
 		noCancel:     cfg.noCancel,
@@ -179,6 +181,9 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	}
 	if c.in == nil {
 		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
+	}
+	if c.encoders == nil {
+		c.encoders = new(encoders)
 	}
 	c.cancelQuoted = `"` + CancelMethod + `"`
 	if c.cancelConv.Method != "" {
@@ -219,8 +224,6 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 }
 
 func (c *conn) serve(ctx context.Context) error {
-	c.timer = time.AfterFunc(time.Hour, c.tick)
-	c.timer.Stop()
 	if c.idle > 0 {
 		defer c.watchIdle()()
 	}
@@ -264,9 +267,11 @@ func (c *conn) serve(ctx context.Context) error {
 	}
 	_ = c.out.Flush()
 	c.cancel(context.Canceled)
-	c.timer.Stop()
 	c.tickMu.Lock() // waits for a tick in progress
 	c.dead = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	c.tickMu.Unlock()
 
 	c.mu.Lock()

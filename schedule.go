@@ -508,6 +508,17 @@ func (c *conn) unregisterLocked(rc *reqCtx) {
 // calls it as it starts each unit, so an idle connection has no timer.
 func (c *conn) arm() {
 	if !c.armed.Load() && c.armed.CompareAndSwap(false, true) {
+		if c.timer == nil {
+			// Made on first use, so that a connection of one quick
+			// request (HTTP) makes none. Only the reading role writes
+			// it; tick and serve read it under tickMu.
+			c.tickMu.Lock()
+			if !c.dead {
+				c.timer = time.AfterFunc(handoffDelay, c.tick)
+			}
+			c.tickMu.Unlock()
+			return
+		}
 		c.timer.Reset(handoffDelay)
 	}
 }

@@ -119,6 +119,7 @@ type Server struct {
 	closed    bool
 	accepted  int           // goroutines serving accepted connections
 	drained   chan struct{} // closed when accepted drops to zero
+	encoders  encoders      // result encoders, shared by its connections
 }
 
 // Serve reads requests from r and writes responses to w until the input
@@ -177,6 +178,7 @@ func (s *Server) config() *config {
 		budget:     s.MaxPendingBytes,
 		hideDetail: s.HideErrorDetail,
 		grace:      s.CancelGrace,
+		encoders:   &s.encoders,
 	}
 }
 
