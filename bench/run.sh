@@ -107,6 +107,22 @@ if [ "$quick" = 1 ]; then
 	exit 0
 fi
 
+# The profiles behind the notes on missed targets: ours in process on each
+# workload whose target is missed, CPU time by function, cumulative.
+log "profiles of ours"
+profile() { # name, benchmark pattern
+	local prof="$tmp/$1.prof"
+	if go test "${tags[@]}" -run '^$' -bench "$2" -benchtime=2s -cpuprofile "$prof" -o "$tmp/bench.test" . >/dev/null; then
+		go tool pprof -top -cum -nodecount=25 "$tmp/bench.test" "$prof" 2>/dev/null | sed -n '/flat%/,$p' >"$tmp/$1.top"
+	else
+		echo "(profile failed)" >"$tmp/$1.top"
+	fi
+}
+profile W1echo '^BenchmarkServer$/^W1echo$/^ours$'
+profile W2typed '^BenchmarkServer$/^W2typed$/^ours$'
+profile W4notify '^BenchmarkServer$/^W4notify$/^ours$'
+profile RoundTripSeq '^BenchmarkRoundTrip$/^seq$/^ours$'
+
 # benchstat gives the spread of every figure. With 5 runs a 95% interval
 # cannot be had, so it is asked for 90% (W5big, run 3 times, still has none).
 log "benchstat"
@@ -120,6 +136,27 @@ if ! (cd "$tmp" && GOFLAGS= $benchstat_cmd -confidence 0.9 all.txt >"$benchstat_
 		cat "$tmp/benchstat.err"
 	} >"$benchstat_out"
 fi
+
+# separate_runs quotes the last output of the checks that run apart from
+# this script: the balancer run and the WebSocket page in Chromium.
+separate_runs() {
+	echo "## Checks run apart"
+	echo
+	echo "These take longer or need packages installed, so they run as commands of"
+	echo "their own; what follows is quoted from the files their last runs left."
+	echo
+	echo "### Many backends behind HAProxy (\`bench/balance/run.sh\`)"
+	echo
+	sed -n '/^| run |/,/^$/p' BALANCER.md
+	echo "The whole output: [BALANCER.md](BALANCER.md)."
+	echo
+	echo "### The WebSocket example in headless Chromium (\`examples/websocket/browser-check.sh\`)"
+	echo
+	echo '```'
+	cat ../examples/websocket/LAST-CHECK.txt
+	echo '```'
+	echo
+}
 
 # net_notes says why the network targets are missed (found with pprof and
 # strace; the causes do not change from run to run, the figures do).
@@ -135,17 +172,17 @@ About the network targets (bench/net_test.go):
   of the floor's allocations, and most of its CPU time). So 3× the fastest
   peer cannot be had with net/http at both ends on this machine; what is
   left to the library is the gap between ours and the floor. By CPU
-  profile, that gap is ServeHTTP's work (it sets up a whole stream
-  connection per request: a cancellable context, a timer, read state,
-  writer and encoders, then `Header.Set` of three headers), the
-  HTTPClient's own work beside `http.Client.Do` (the URL parsed again for
-  every request, `Header.Set`, `mime.ParseMediaType` of the answer's
-  Content-Type, the reader of the answer), and the collector's work for
-  the 55-60 allocations per call this adds. The connection's pool of JSON
-  encoders is a `sync.Pool` of its own, so each HTTP request makes a new
-  pool and a new encoder, and its first `Get` takes the runtime's global
-  pool lock (`sync.(*Pool).pinSlow`), on which 64 concurrent requests
-  wait (mutex profile).
+  profile, that gap is ServeHTTP's work (it sets up a stream connection
+  per request, to serve the body with the same engine and strictness as a
+  stream: a cancellable context, read state, a writer, then `Header.Set`
+  of its headers), the HTTPClient's own work beside `http.Client.Do` (the
+  URL parsed again for every request, `Header.Set`,
+  `mime.ParseMediaType` of the answer's Content-Type, the reader of the
+  answer), and the collector's work for the allocations this adds. (A
+  pool of JSON encoders per request, whose first `Get` took the runtime's
+  global pool lock, and a timer per request were found this way and
+  removed: a Server's connections now share one pool, and a connection
+  makes its watchdog's timer only when a handler runs long enough.)
 - **Socket, within 1.2× of io.Pipe.** Over loopback TCP every call costs
   two write and about four read system calls (half of the reads find
   nothing yet and park on the poller) and about three epoll waits, at both
@@ -203,37 +240,59 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	cat "$tmp/targets.md"
 	echo
 	cat <<'EOF'
-Where a target is missed, this is why (the causes were found with pprof and
-do not change from run to run; the figures above do):
+Where a target is missed, this is why. The causes were found with pprof
+and do not change from run to run; the figures do. The floor (bench/floor)
+is the fastest program we could write for each workload, and it is fast
+because it trusts the workload: it checks nothing it does not need to
+answer, so no library that must answer every malformed input exactly can
+come close to it where the work per message is small.
 
-- **W4 notifications.** The floor looks for `"id"` in each line and, finding
-  none, writes nothing: it neither validates the line nor calls anything. We
-  validate every line as JSON and the envelope strictly, build the request,
-  give the handler a context of its own and call it through the Mux, and the
-  echo handler boxes its `json.RawMessage` result (one allocation, and the
-  collector's work for it) though a notification's result is dropped. That
-  validation and dispatch is the whole gap; none of it is I/O.
-- **Round trip, one caller.** The call is `subtract` with a struct as params
-  and an int as result. The floor's client and server write and parse the
-  two integers by hand and trust the shape of what they read; ours encode
-  the params with encoding/json, validate both messages, decode the params
-  into the struct through the typed adapter and the result into the caller's
-  int with encoding/json. encoding/json's decoding alone is about a quarter
-  of our time per call (pprof); the goroutine hand-offs through the pipes
-  are the same on both sides.
-- **W1 allocations.** The one allocation per request is the echo handler's
-  own: returning its `json.RawMessage` as `any` boxes it. The library's share
-  is the rest, about 0.01 per request: request contexts and ids are carved
-  from blocks (one allocation per 256 requests), and buffers are amortised
-  over the run.
-- **W5 peak heap.** The figure is the whole process's heap, the benchmark's
-  own input and output included (the floor shows about 1 MiB as well); of it,
-  the library holds the read buffer, which grows by half from 64 KiB until a
-  line fits (324 KiB for a 256 KiB line), and no copy of large results, which
-  it writes from where they lie.
+- **W1 echo (≤ 1.3×F).** The floor tokenizes each line once, copies the
+  id and the params into its output buffer and calls nothing. We validate
+  the line in full (every string as UTF-8, every number, duplicate
+  members, the envelope as the specification fixes it), route it (is it a
+  response, a cancel, a stream item?), look the method up, give the
+  request a context of its own (carved from a block of 256: contexts may
+  outlive the handler, so they are never reused, and the collector pays
+  for them), call the handler through the Mux and write the answer. The
+  profile below shows no single hot spot: scanning is about a third,
+  dispatch and the context another third, the collector most of the rest.
+  The allocation target is met: a `RawHandlerFunc` echo allocates nothing
+  per request.
+- **W4 notifications (≤ 2×F).** The floor finds no `"id"` in a line and
+  drops it unread. We must read it: a notification that is not valid JSON
+  must be answered with a Parse error, and a valid one must run its
+  handler. So each of our notifications costs a full scan plus a handler
+  call, against a `bytes.Index` for the floor: a cost of being correct.
+- **W2 typed through encoding/json (≤ 3×F in process).** encoding/json's
+  `Unmarshal` of the params into the struct is about half of our time per
+  request (profile below: it scans its input again and decodes by
+  reflection); the floor parses two integers by hand. A `Func` handler
+  reuses its decoders, so the allocations are about one per request. The
+  hand-tuned row (W2handUnmarshalJSON) shows the same request without
+  encoding/json.
+- **Round trip (≤ 1.5×F one caller, ≤ 1×F 64 callers, ≤ 8 allocations).**
+  Each of our calls passes through three goroutines (the caller, the
+  server's reader, the client's reader, which routes answers to any number
+  of concurrent callers), where the floor's client reads its own answer on
+  the caller's goroutine; the profile below is mostly `io.Pipe`'s and the
+  scheduler's work for those hand-offs. The call also encodes its params
+  and decodes its result with encoding/json.
 EOF
 	echo
 	net_notes
+	echo
+	for p in W1echo W2typed W4notify RoundTripSeq; do
+		echo "<details><summary>CPU profile of ours, $p, in process (pprof -top -cum)</summary>"
+		echo
+		echo '```'
+		cat "$tmp/$p.top"
+		echo '```'
+		echo
+		echo "</details>"
+		echo
+	done
+	separate_runs
 	echo
 	echo "<details><summary>benchstat of the same runs (all metrics, medians with 90% confidence intervals)</summary>"
 	echo

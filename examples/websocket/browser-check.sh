@@ -110,7 +110,8 @@ while IFS=$'\t' read -r name want; do
 		printf '  WRONG %-8s got %s, want %s\n' "$name" "${have:-nothing}" "$want"
 		bad=$((bad + 1))
 	fi
-done <<<"$expected"
+done <<<"$expected" | tee "$tmp/answers.txt"
+bad=$(grep -c '^  WRONG' "$tmp/answers.txt" || true)
 checks=$(wc -l <<<"$expected")
 [ "$bad" = 0 ] || fail "$bad of $checks answers wrong"
 page_status=$(sed -n 's/.*<output id="status">\([^<]*\)<\/output>.*/\1/p' "$tmp/dom.html")
@@ -122,6 +123,13 @@ server_pid=
 grep -q 'msg=stopped' "$tmp/server.log" || fail "the server did not log that it stopped"
 
 elapsed=$((($(date +%s%N) - start) / 1000000))
-echo "$("$chromium" --version 2>/dev/null | head -n 1): the page said \"$page_status\""
-printf 'browser check passed: %d of %d answers right, server stopped cleanly, %d.%03d s in all\n' \
-	"$checks" "$checks" $((elapsed / 1000)) $((elapsed % 1000))
+# The last passing run's output is kept in LAST-CHECK.txt, which
+# bench/BENCHMARKS.md quotes.
+{
+	cat "$tmp/answers.txt"
+	echo "$("$chromium" --version 2>/dev/null | head -n 1): the page said \"$page_status\""
+	printf 'browser check passed: %d of %d answers right, server stopped cleanly, %d.%03d s in all\n' \
+		"$checks" "$checks" $((elapsed / 1000)) $((elapsed % 1000))
+} >"$tmp/last.txt"
+tail -n 2 "$tmp/last.txt"
+cp "$tmp/last.txt" LAST-CHECK.txt

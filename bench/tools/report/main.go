@@ -373,17 +373,21 @@ type target struct {
 }
 
 var targets = []target{
-	{"W1 echo, whole process: time", "Process/W1echo", "ns/op", "floor", 2, "≤ 2×F"},
+	{"W1 echo, whole process: time", "Process/W1echo", "ns/op", "floor", 1.3, "≤ 1.3×F"},
+	{"W1 echo, in process: time", "Server/W1echo", "ns/req", "floor", 1.3, "≤ 1.3×F"},
+	{"W1 echo, in process: allocations per request (raw handler)", "Server/W1echo", "allocs/req", "", 0.05, "≤ 0.05 (none per request)"},
 	{"W3 batch, whole process: time", "Process/W3batch", "ns/op", "floor", 2, "≤ 2×F"},
 	{"W4 notifications, whole process: time", "Process/W4notify", "ns/op", "floor", 2, "≤ 2×F"},
-	{"W2 typed, whole process: time", "Process/W2typed", "ns/op", "floor", 6, "≤ 6×F"},
+	{"W4 notifications, in process: time", "Server/W4notify", "ns/req", "floor", 2, "≤ 2×F"},
+	{"W2 typed (encoding/json), in process: time", "Server/W2typed", "ns/req", "floor", 3, "≤ 3×F"},
+	{"W2 typed (encoding/json), in process: allocations per request", "Server/W2typed", "allocs/req", "", 10, "≤ 10"},
 	{"W5 big, whole process: time (bytes/s at least half the floor's)", "Process/W5big", "ns/op", "floor", 2, "≤ 2×F"},
 	{"W5 big, in process: time (bytes/s at least half the floor's)", "Server/W5big", "ns/req", "floor", 2, "≤ 2×F"},
 	{"W5 big, in process: peak heap (at most 3× the 256 KiB message)", "Server/W5big", "peak-heap-MiB", "", 0.75, "≤ 0.75 MiB"},
-	{"W1 echo, in process: allocations per request (raw handler)", "Server/W1echo", "allocs/req", "", 1.01, "≤ 1"},
-	{"W2 typed, in process: allocations per request (typed adapter)", "Server/W2typed", "allocs/req", "", 10, "≤ 10"},
-	{"round trip, one caller: time per call", "RoundTrip/seq", "ns/call", "floor", 2, "≤ 2×F"},
-	{"round trip, one caller: allocations per call", "RoundTrip/seq", "allocs/call", "", 12, "≤ 12"},
+	{"round trip, one caller: time per call", "RoundTrip/seq", "ns/call", "floor", 1.5, "≤ 1.5×F"},
+	{"round trip, 64 callers: time per call", "RoundTrip/par64", "ns/call", "floor", 1, "≤ 1×F"},
+	{"round trip, one caller: allocations per call", "RoundTrip/seq", "allocs/call", "", 8, "≤ 8"},
+	{"round trip, 64 callers: allocations per call", "RoundTrip/par64", "allocs/call", "", 8, "≤ 8"},
 	{"round trip, 64 callers: time per call (calls/s at least 3× the fastest peer's)", "RoundTrip/par64", "ns/call", "peer", 1.0 / 3, "≤ P/3"},
 }
 
