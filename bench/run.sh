@@ -271,8 +271,18 @@ come close to it where the work per message is small.
   reuses its decoders, so the allocations are about one per request. The
   hand-tuned row (W2handUnmarshalJSON) shows the same request without
   encoding/json.
-- **Round trip (≤ 1.5×F one caller, ≤ 1×F 64 callers, ≤ 8 allocations).**
-  Each of our calls passes through three goroutines (the caller, the
+- **W5 big in process (≤ 2×F, peak heap ≤ 0.75 MiB).** The floor finds
+  the end of each 256 KiB string with a byte search and copies the params
+  out from its read buffer; we check every byte of the string (valid UTF-8,
+  no control characters, every escape), which is most of our time here,
+  and write the params from where they lie. Whole process, where the
+  floor's reading and writing count too, the target is met. The peak heap
+  is the whole test process's, the benchmark's own input and output
+  included: our read buffer grows by half from 64 KiB until a 256 KiB line
+  fits (324 KiB), and the output buffer holds one answer; nothing else of
+  the library's is near that size.
+- **Round trip, one caller (≤ 1.5×F; 64 callers and the allocations are
+  met).** Each of our calls passes through three goroutines (the caller, the
   server's reader, the client's reader, which routes answers to any number
   of concurrent callers), where the floor's client reads its own answer on
   the caller's goroutine; the profile below is mostly `io.Pipe`'s and the

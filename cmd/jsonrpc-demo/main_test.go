@@ -12,12 +12,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -733,4 +736,69 @@ func TestSleepCancelled(t *testing.T) {
 			assert.JSONEq(t, `{"jsonrpc":"2.0","id":"short","result":"slept"}`, byID[`"short"`])
 		})
 	}
+}
+
+// freePort returns a loopback address that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// TestNetwork runs the demo with -listen, -http and -name, calls it over a
+// socket and over HTTP, and stops it with SIGTERM, which must end it with
+// status 0.
+func TestNetwork(t *testing.T) {
+	sockAddr, httpAddr := freePort(t), freePort(t)
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoPath, "-listen", sockAddr, "-http", httpAddr, "-name", "b7")
+	cmd.Env = demoEnv
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+
+	// The socket: newline-delimited, several requests on one connection.
+	var nc net.Conn
+	require.Eventually(t, func() bool {
+		var err error
+		nc, err = net.Dial("tcp", sockAddr)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the demo listens on %s", sockAddr)
+	defer nc.Close()
+	_, err := io.WriteString(nc, `{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"backend"}`+"\n")
+	require.NoError(t, err)
+	r := bufio.NewReader(nc)
+	got := map[string]bool{}
+	for range 2 {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		got[strings.TrimSpace(line)] = true
+	}
+	assert.Equal(t, map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"result":19}`:   true,
+		`{"jsonrpc":"2.0","id":2,"result":"b7"}`: true,
+	}, got)
+
+	// HTTP.
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		var err error
+		resp, err = http.Post("http://"+httpAddr+"/", "application/json",
+			strings.NewReader(`{"jsonrpc": "2.0", "method": "sum", "params": [1, 2, 4], "id": "1"}`))
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":"1","result":7}`+"\n", string(body))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
 }
