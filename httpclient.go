@@ -357,35 +357,23 @@ func (c *HTTPClient) messages(resp *http.Response, f func(e *envelope, batch []e
 		}
 		return false, fmt.Errorf("jsonrpc: the HTTP response holds a malformed message")
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch mt {
+	var mr MessageReader // nil for plain JSON: the body is one message
+	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
 	case contentSSE:
-		sr := &sseReader{r: bufio.NewReader(resp.Body), max: limit}
-		for {
-			msg, err := sr.next()
-			if err != nil {
-				if err == io.EOF {
-					return nil
-				}
-				return err
-			}
-			if more, err := each(msg); !more || err != nil {
-				return err
-			}
-		}
+		mr = &sseReader{r: bufio.NewReader(resp.Body), max: limit}
 	case contentNDJSON:
-		lr := NewLineReader(resp.Body, limit)
-		for {
-			msg, err := lr.ReadMessage()
-			if err != nil {
-				if err == io.EOF {
-					return nil
-				}
-				return err
-			}
-			if more, err := each(msg); !more || err != nil {
-				return err
-			}
+		mr = NewLineReader(resp.Body, limit)
+	}
+	for mr != nil {
+		msg, err := mr.ReadMessage()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if more, err := each(msg); !more || err != nil {
+			return err
 		}
 	}
 	body, err := readBody(resp.Body, resp.ContentLength, limit)
@@ -407,7 +395,8 @@ type sseReader struct {
 	data []byte
 }
 
-func (s *sseReader) next() ([]byte, error) {
+// ReadMessage returns the data of the next event.
+func (s *sseReader) ReadMessage() ([]byte, error) {
 	s.data = s.data[:0]
 	has := false
 	for {
