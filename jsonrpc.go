@@ -86,6 +86,17 @@
 // protocol (a Content-Length header, a blank line, then the body), set
 // with Server.Framing, ClientOptions.Framing or ConnOptions.Framing.
 //
+// # Sockets and HTTP
+//
+// [Server.ServeListener] serves every connection accepted from a
+// net.Listener (TCP, a Unix socket), each as Serve serves a stream, with
+// a limit on open connections and an idle timeout; [Dial] and [DialConn]
+// connect to one. A Server is also an http.Handler ([Server.ServeHTTP]):
+// the body of a POST is one message or one batch, answered in the
+// response, where a handler's notifications go out first as server-sent
+// events when the client asks for them. [HTTPClient] calls such an
+// endpoint with the methods of [Client].
+//
 // # Errors
 //
 // An [Error] is the wire error object, and implements error. A handler
