@@ -24,7 +24,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"sync"
 	"testing"
 	"time"
 
@@ -82,10 +81,14 @@ func init() {
 }
 
 // impls returns the registered implementations in table order.
-func impls() []*impl {
-	var out []*impl
+func impls() []*impl { return inTableOrder(registered) }
+
+// inTableOrder returns the entries of a registry by implementation name in
+// the order of suite.Impls.
+func inTableOrder[T any](reg map[string]*T) []*T {
+	var out []*T
 	for _, info := range suite.Impls {
-		if im := registered[info.Name]; im != nil {
+		if im := reg[info.Name]; im != nil {
 			out = append(out, im)
 		}
 	}
@@ -288,37 +291,38 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, mode := range []struct {
-		name string
-		par  int
-	}{{"seq", 1}, {"par64", 64}} {
+	for _, mode := range netModes {
 		for _, im := range impls() {
 			if im.newClient == nil {
 				continue
 			}
-			b.Run(mode.name+"/"+im.Name, func(b *testing.B) { benchRoundTrip(b, im, mode.par) })
+			b.Run(mode.name+"/"+im.Name, func(b *testing.B) {
+				c, stop := dialPipe(b, im)
+				defer stop()
+				runCalls(b, c, mode)
+			})
 		}
 	}
 }
 
 // callsPerGoroutine is how many calls each of the concurrent callers makes
-// per iteration of the par64 benchmark.
+// per iteration of the par64 benchmarks.
 const callsPerGoroutine = 16
 
-func benchRoundTrip(b *testing.B, im *impl, par int) {
-	ctx := context.Background()
+// pipePair joins a server and its client by two io.Pipes. stop ends the
+// client's requests, waits for the server to return and closes the
+// client, each for at most 30 s.
+func pipePair[C interface{ Close() error }](tb testing.TB, name string, serve serveFunc, dial func(io.Reader, io.WriteCloser) C) (C, func()) {
 	sr, cw := io.Pipe() // client to server
 	cr, sw := io.Pipe() // server to client
 	served := make(chan error, 1)
 	go func() {
-		err := im.serve(ctx, sr, sw)
+		err := serve(context.Background(), sr, sw)
 		sw.Close()
 		served <- err
 	}()
-	c := im.newClient(cr, cw)
-	defer func() {
-		// End the request stream, let the server finish and close its
-		// output, then close the client.
+	c := dial(cr, cw)
+	return c, func() {
 		cw.Close()
 		closed := make(chan struct{})
 		go func() { c.Close(); close(closed) }()
@@ -326,54 +330,17 @@ func benchRoundTrip(b *testing.B, im *impl, par int) {
 		select {
 		case err := <-served:
 			if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-				b.Errorf("server: %v", err)
+				tb.Errorf("%s server: %v", name, err)
 			}
 		case <-timeout:
-			b.Errorf("server did not stop")
+			tb.Errorf("%s server did not stop", name)
 		}
 		select {
 		case <-closed:
 		case <-timeout:
-			b.Errorf("client did not close")
+			tb.Errorf("%s client did not close", name)
 		}
 		sr.Close()
 		cr.Close()
-	}()
-	if v, err := c.Subtract(ctx, 10, 3); err != nil || v != 7 {
-		b.Fatalf("subtract(10, 3) = %d, %v", v, err)
 	}
-
-	b.ReportAllocs()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	n := 0
-	if par == 1 {
-		n = 1
-		i := 0
-		for b.Loop() {
-			i++
-			if v, err := c.Subtract(ctx, i, 3); err != nil || v != i-3 {
-				b.Fatalf("subtract(%d, 3) = %d, %v", i, v, err)
-			}
-		}
-	} else {
-		n = par * callsPerGoroutine
-		for b.Loop() {
-			var wg sync.WaitGroup
-			for g := range par {
-				wg.Go(func() {
-					for k := range callsPerGoroutine {
-						a := g*1000 + k
-						if v, err := c.Subtract(ctx, a, 3); err != nil || v != a-3 {
-							b.Errorf("subtract(%d, 3) = %d, %v", a, v, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-		}
-	}
-	runtime.ReadMemStats(&after)
-	perOp(b, n, "call", &before, &after)
 }

@@ -24,23 +24,23 @@ func init() {
 			srv := oursimpl.NewServer()
 			return srv, srv.Close, nil
 		},
-		client: func(_ context.Context, url string, hc *http.Client) (caller, error) {
+		client: func(_ context.Context, url string, hc *http.Client) (client, error) {
 			return oursimpl.NewHTTPClient(url, hc), nil
 		},
 	})
 	socketImpls = append([]socketImpl{
-		{name: "ours-pipe", dial: func(b *testing.B) (caller, func()) { return dialPipe(b, registered["ours"]) }},
+		{name: "ours-pipe", dial: func(b *testing.B) (client, func()) { return dialPipe(b, registered["ours"]) }},
 		{name: "ours", dial: dialOursTCP},
 		// Server.Serve and NewClient on the two ends of one TCP
 		// connection: the listener's and Dial's share is the
 		// difference from ours.
-		{name: "ours-conn", dial: func(b *testing.B) (caller, func()) { return dialStream(b, registered["ours"]) }},
+		{name: "ours-conn", dial: func(b *testing.B) (client, func()) { return dialStream(b, registered["ours"]) }},
 	}, socketImpls...)
 }
 
 // dialOursTCP serves our library with Server.ServeListener on loopback and
 // returns a client connected with jsonrpc.Dial.
-func dialOursTCP(b *testing.B) (caller, func()) {
+func dialOursTCP(b *testing.B) (client, func()) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -2,10 +2,10 @@ package bench_test
 
 // Round trips over the network stack, on loopback:
 //
-//   BenchmarkHTTP/seq/<impl>       one caller, one POST at a time, over
+//   BenchmarkHTTP/seq/<impl>       one client, one POST at a time, over
 //                                  keep-alive connections
 //   BenchmarkHTTP/par64/<impl>     64 goroutines calling at once
-//   BenchmarkSocket/seq/<impl>     one caller on one TCP connection
+//   BenchmarkSocket/seq/<impl>     one client on one TCP connection
 //   BenchmarkSocket/par64/<impl>   64 goroutines on one TCP connection
 //
 // The HTTP implementations are the HTTP floor (package httpfloor), ours
@@ -52,12 +52,6 @@ import (
 	"github.com/ndjsonrpc/jsonrpc/bench/impl/jrpc2impl"
 )
 
-// caller is the client side of a round-trip benchmark.
-type caller interface {
-	Subtract(ctx context.Context, a, b int) (int, error)
-	Close() error
-}
-
 // netMode is one way of calling: par goroutines at once, each making
 // perG calls per iteration.
 type netMode struct {
@@ -65,7 +59,7 @@ type netMode struct {
 	par, perG int
 }
 
-var netModes = []netMode{{"seq", 1, 1}, {"par64", 64, 16}}
+var netModes = []netMode{{"seq", 1, 1}, {"par64", 64, callsPerGoroutine}}
 
 // httpImpl is one implementation of the HTTP benchmarks.
 type httpImpl struct {
@@ -73,7 +67,7 @@ type httpImpl struct {
 	// server returns the handler and a function that stops it.
 	server func() (http.Handler, func() error, error)
 	// client returns a client posting to url through hc.
-	client func(ctx context.Context, url string, hc *http.Client) (caller, error)
+	client func(ctx context.Context, url string, hc *http.Client) (client, error)
 }
 
 // httpOrder is the order of the HTTP implementations in the benchmarks.
@@ -89,7 +83,7 @@ func init() {
 		server: func() (http.Handler, func() error, error) {
 			return httpfloor.Handler{}, func() error { return nil }, nil
 		},
-		client: func(_ context.Context, url string, hc *http.Client) (caller, error) {
+		client: func(_ context.Context, url string, hc *http.Client) (client, error) {
 			return httpfloor.NewClient(url, hc), nil
 		},
 	})
@@ -104,7 +98,7 @@ func init() {
 				return nil
 			}, nil
 		},
-		client: func(_ context.Context, url string, hc *http.Client) (caller, error) {
+		client: func(_ context.Context, url string, hc *http.Client) (client, error) {
 			return jrpc2impl.NewHTTPClient(url, hc), nil
 		},
 	})
@@ -117,7 +111,7 @@ func init() {
 			}
 			return s, s.Close, nil
 		},
-		client: func(ctx context.Context, url string, hc *http.Client) (caller, error) {
+		client: func(ctx context.Context, url string, hc *http.Client) (client, error) {
 			return gethimpl.NewHTTPClient(ctx, url, hc)
 		},
 	})
@@ -171,7 +165,7 @@ func benchHTTP(b *testing.B, im httpImpl, mode netMode) {
 // a client of a server it started, and a function that stops both.
 type socketImpl struct {
 	name string
-	dial func(b *testing.B) (caller, func())
+	dial func(b *testing.B) (client, func())
 }
 
 // socketImpls lists the socket implementations in benchmark order; ours
@@ -182,11 +176,11 @@ var socketImpls []socketImpl
 func init() {
 	// The floor over io.Pipe too: its ratio TCP/io.Pipe is what the
 	// network itself costs a call.
-	socketImpls = append(socketImpls, socketImpl{name: "floor-pipe", dial: func(b *testing.B) (caller, func()) {
+	socketImpls = append(socketImpls, socketImpl{name: "floor-pipe", dial: func(b *testing.B) (client, func()) {
 		return dialPipe(b, registered["floor"])
 	}})
 	for _, name := range []string{"floor", "jrpc2", "sourcegraph", "xexp"} {
-		socketImpls = append(socketImpls, socketImpl{name: name, dial: func(b *testing.B) (caller, func()) {
+		socketImpls = append(socketImpls, socketImpl{name: name, dial: func(b *testing.B) (client, func()) {
 			im := registered[name]
 			if im == nil || im.newClient == nil {
 				b.Skipf("%s is not registered", name)
@@ -210,7 +204,7 @@ func BenchmarkSocket(b *testing.B) {
 
 // dialStream serves im's stream server on one TCP connection accepted on
 // loopback, and returns im's stream client on the other end.
-func dialStream(b *testing.B, im *impl) (caller, func()) {
+func dialStream(b *testing.B, im *impl) (client, func()) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -249,35 +243,13 @@ func dialStream(b *testing.B, im *impl) (caller, func()) {
 
 // dialPipe joins im's stream client and server with two io.Pipes, as
 // BenchmarkRoundTrip does.
-func dialPipe(b *testing.B, im *impl) (caller, func()) {
-	sr, cw := io.Pipe() // client to server
-	cr, sw := io.Pipe() // server to client
-	served := make(chan error, 1)
-	go func() {
-		err := im.serve(context.Background(), sr, sw)
-		sw.Close()
-		served <- err
-	}()
-	c := im.newClient(cr, cw)
-	return c, func() {
-		cw.Close()
-		select {
-		case err := <-served:
-			if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-				b.Errorf("%s server: %v", im.Name, err)
-			}
-		case <-time.After(30 * time.Second):
-			b.Errorf("%s server did not stop", im.Name)
-		}
-		c.Close()
-		sr.Close()
-		cr.Close()
-	}
+func dialPipe(b *testing.B, im *impl) (client, func()) {
+	return pipePair(b, im.Name, im.serve, im.newClient)
 }
 
 // runCalls checks one call, then measures c making mode's calls, and
 // reports the figures per call.
-func runCalls(b *testing.B, c caller, mode netMode) {
+func runCalls(b *testing.B, c client, mode netMode) {
 	ctx := context.Background()
 	if v, err := c.Subtract(ctx, 10, 3); err != nil || v != 7 {
 		b.Fatalf("subtract(10, 3) = %d, %v", v, err)

@@ -17,7 +17,6 @@ import (
 	"runtime"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ndjsonrpc/jsonrpc/bench/impl/jrpc2impl"
 	"github.com/ndjsonrpc/jsonrpc/bench/impl/sourcegraphimpl"
@@ -57,51 +56,12 @@ func init() {
 }
 
 // twoWayImpls returns the registered two-way implementations in table order.
-func twoWayImpls() []*twoWayImpl {
-	var out []*twoWayImpl
-	for _, info := range suite.Impls {
-		if im := twoWayRegistered[info.Name]; im != nil {
-			out = append(out, im)
-		}
-	}
-	return out
-}
+func twoWayImpls() []*twoWayImpl { return inTableOrder(twoWayRegistered) }
 
-// twoWayPair joins side A and side B of im by two io.Pipes. stop ends B's
-// input, waits for B to return and closes A.
+// twoWayPair joins side A (the client) and side B (the server) of im by
+// two io.Pipes. stop ends B's input, waits for B to return and closes A.
 func twoWayPair(tb testing.TB, im *twoWayImpl) (a twoWayCaller, stop func()) {
-	ctx := context.Background()
-	br, aw := io.Pipe() // A to B
-	ar, bw := io.Pipe() // B to A
-	served := make(chan error, 1)
-	go func() {
-		err := im.serve(ctx, br, bw)
-		bw.Close()
-		served <- err
-	}()
-	a = im.dial(ar, aw)
-	stop = func() {
-		aw.Close()
-		closed := make(chan struct{})
-		go func() { a.Close(); close(closed) }()
-		timeout := time.After(30 * time.Second)
-		select {
-		case err := <-served:
-			if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-				tb.Errorf("side B: %v", err)
-			}
-		case <-timeout:
-			tb.Errorf("side B did not stop")
-		}
-		select {
-		case <-closed:
-		case <-timeout:
-			tb.Errorf("side A did not close")
-		}
-		br.Close()
-		ar.Close()
-	}
-	return a, stop
+	return pipePair(tb, im.name, im.serve, im.dial)
 }
 
 // checkOuter calls outer(x, 3) on a and checks the answer.
