@@ -27,12 +27,16 @@ func subtract(_ context.Context, p suite.SubParams) (int, error) {
 	return p.Minuend - p.Subtrahend, nil
 }
 
-var mux = func() *jsonrpc.Mux {
+var mux = newMux(jsonrpc.Func(subtract))
+
+// newMux returns the benchmark's methods: echo, and subtract served by
+// subtract.
+func newMux(subtract jsonrpc.Handler) *jsonrpc.Mux {
 	m := new(jsonrpc.Mux)
 	m.Handle("echo", jsonrpc.RawHandlerFunc(echo))
-	m.Handle("subtract", jsonrpc.Func(subtract))
+	m.Handle("subtract", subtract)
 	return m
-}()
+}
 
 // Serve answers the requests read from r, writing the responses to w, and
 // returns once r is exhausted and every response has been written.
@@ -128,12 +132,7 @@ func subtractHand(_ context.Context, p HandParams) (int, error) {
 	return p.Minuend - p.Subtrahend, nil
 }
 
-var handMux = func() *jsonrpc.Mux {
-	m := new(jsonrpc.Mux)
-	m.Handle("echo", jsonrpc.RawHandlerFunc(echo))
-	m.Handle("subtract", jsonrpc.Func(subtractHand))
-	return m
-}()
+var handMux = newMux(jsonrpc.Func(subtractHand))
 
 // ServeHand is Serve with subtract's params decoded by HandParams'
 // UnmarshalJSON, the in-process twin of cmd/jsonrpc-demo's subtract.
