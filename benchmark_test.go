@@ -230,9 +230,15 @@ func roundTrips(b *testing.B, ctx context.Context, callers int) {
 	client.Close()
 }
 
-// callLoop calls "echo" on client from callers goroutines until b is
-// done, and checks every answer.
-func callLoop(b *testing.B, ctx context.Context, client *jsonrpc.Client, callers int) {
+// caller is what callLoop calls: a Client, a Conn or an HTTPClient.
+type caller interface {
+	Call(ctx context.Context, method string, params, result any) error
+}
+
+// callLoop calls "echo" on client until b is done, from one goroutine when
+// callers is 1 and otherwise from callers goroutines per GOMAXPROCS
+// (b.SetParallelism), and checks every answer.
+func callLoop(b *testing.B, ctx context.Context, client caller, callers int) {
 	params := json.RawMessage(`[1,"hello"]`)
 	b.ReportAllocs()
 	var mu sync.Mutex

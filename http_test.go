@@ -3,7 +3,6 @@ package jsonrpc_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -600,35 +599,10 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	tr := ts.Client().Transport.(*http.Transport)
 	tr.MaxIdleConnsPerHost = 128
 	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
-	params := json.RawMessage(`{"a":1}`)
 	for _, callers := range []int{1, 64} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			b.ReportAllocs()
-			var fails atomic.Int32
-			if callers == 1 {
-				var out json.RawMessage
-				for b.Loop() {
-					if err := c.Call(context.Background(), "echo", params, &out); err != nil || string(out) != `{"a":1}` {
-						fails.Add(1)
-					}
-				}
-				if fails.Load() > 0 {
-					b.Fatalf("%d calls failed", fails.Load())
-				}
-				return
-			}
-			b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
-			b.RunParallel(func(pb *testing.PB) {
-				var out json.RawMessage
-				for pb.Next() {
-					if err := c.Call(context.Background(), "echo", params, &out); err != nil || string(out) != `{"a":1}` {
-						fails.Add(1)
-					}
-				}
-			})
-			if fails.Load() > 0 {
-				b.Fatalf("%d calls failed", fails.Load())
-			}
+			// callLoop runs its parallelism per GOMAXPROCS.
+			callLoop(b, context.Background(), c, max(1, callers/runtime.GOMAXPROCS(0)))
 		})
 	}
 	ts.CloseClientConnections()
