@@ -195,7 +195,7 @@ type httpAccept struct {
 // is named, at a quality at least that of application/json.
 func negotiate(accept []string) httpAccept {
 	var qJSON, qSSE, qND float64 = -1, -1, -1
-	any := len(accept) == 0
+	none := len(accept) == 0
 	for _, h := range accept {
 		for part := range strings.SplitSeq(h, ",") {
 			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
@@ -218,7 +218,7 @@ func negotiate(accept []string) httpAccept {
 			}
 		}
 	}
-	if any {
+	if none {
 		qJSON = 1
 	}
 	best, q := framePlain, 0.0
