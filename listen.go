@@ -212,7 +212,7 @@ func (s *Server) untrackListener(l net.Listener) {
 // connection, set up by opts (which may be nil). ctx bounds the dial only.
 // Closing the Client closes the connection.
 func Dial(ctx context.Context, network, address string, opts *ClientOptions) (*Client, error) {
-	nc, err := dial(ctx, network, address)
+	nc, err := new(net.Dialer).DialContext(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
@@ -224,20 +224,11 @@ func Dial(ctx context.Context, network, address string, opts *ClientOptions) (*C
 // nil). ctx bounds the dial only. The connection is closed when the Conn
 // ends.
 func DialConn(ctx context.Context, network, address string, opts *ConnOptions) (*Conn, error) {
-	nc, err := dial(ctx, network, address)
+	nc, err := new(net.Dialer).DialContext(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
 	return NewConn(nc, nc, opts), nil
-}
-
-func dial(ctx context.Context, network, address string) (net.Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	return nc, nil
 }
 
 // watchIdle closes the connection once it has been idle for c.idle: no
