@@ -47,6 +47,10 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 	if err != nil {
 		return err
 	}
+	rc := c.slotHolder(ctx)
+	if rc != nil {
+		c.releaseReader(rc)
+	}
 	err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 	if err != nil {
 		if c.drop(id) {
@@ -54,6 +58,10 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 		}
 		<-p.done
 		return p.err
+	}
+	if rc != nil {
+		c.leaveSlot(rc)
+		defer c.retakeSlot(rc)
 	}
 	select {
 	case <-p.done:
@@ -87,6 +95,9 @@ func appendCall(b []byte, id int64, method string, params []byte) []byte {
 // send returns once the message is buffered, or when ctx ends while the
 // buffer is full; otherwise the caller writes it.
 func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
+	if !c.talked.Load() {
+		c.talked.Store(true)
+	}
 	if ctx.Done() == nil {
 		return c.out.append(add, true)
 	}
@@ -275,6 +286,10 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 		}
 		ids[i] = id
 	}
+	rc := c.slotHolder(ctx)
+	if rc != nil {
+		c.releaseReader(rc)
+	}
 	err := c.send(ctx, func(b []byte) []byte {
 		b = append(b, '[')
 		for i, bc := range calls {
@@ -292,6 +307,10 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 	if err != nil {
 		c.dropAll(ids)
 		return failAll(c.sendErr(ctx, err))
+	}
+	if rc != nil {
+		c.leaveSlot(rc)
+		defer c.retakeSlot(rc)
 	}
 	var first error // the close that ended the batch, if any
 	for i, p := range ps {
@@ -346,11 +365,21 @@ func (c *conn) stream(ctx context.Context, method string, params any) iter.Seq2[
 			yield(nil, err)
 			return
 		}
+		rc := c.slotHolder(ctx)
+		if rc != nil {
+			c.releaseReader(rc)
+		}
 		err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 		if err != nil {
 			c.drop(id)
 			yield(nil, c.sendErr(ctx, err))
 			return
+		}
+		if rc != nil {
+			// The range's body runs without the slot too: a stream
+			// is a wait for the peer from its call to its end.
+			c.leaveSlot(rc)
+			defer c.retakeSlot(rc)
 		}
 		for {
 			p.mu.Lock()
@@ -594,7 +623,9 @@ func (c *conn) failCalls(cause error) {
 // does: params must encode as a JSON object or array (or be nil), and the
 // result is decoded into result (nil to drop it). The answer is routed to
 // this call by the connection's read loop, which never waits for a
-// handler slot, so handlers that call the peer cannot starve each other.
+// handler slot, and the handler gives up its slot while it waits (see
+// [Server.MaxInFlight]), so handlers that call the peer cannot starve each
+// other, however deeply the two sides' handlers call each other.
 //
 // ctx is the handler's context, or one derived from it: when the
 // handler's request is cancelled, the call ends with ctx's error and the
@@ -608,6 +639,5 @@ func Call(ctx context.Context, method string, params, result any) error {
 	if !ok {
 		return ErrNoConnection
 	}
-	rc.conn.releaseReader(rc)
 	return rc.conn.call(ctx, method, params, result)
 }

@@ -121,11 +121,14 @@ type conn struct {
 
 	budgetWait atomic.Bool  // the reader waits for room in the budget
 	awaiting   atomic.Int64 // calls of this side awaiting answers: len(pending)
+	talked     atomic.Bool  // this side has sent a message of its own (see flushFromReader)
+	resumeN    atomic.Int32 // handlers waiting in retakeSlot: len(resume), or about to be
 
 	mu       sync.Mutex
 	cond     sync.Cond // the queue shrank, or reading stops
 	queue    []*unit
-	active   map[string][]*reqCtx // requests that a cancel may reach
+	resume   []chan struct{}      // handlers back from the peer, waiting for a slot
+	active   map[string][]*reqCtx // requests that a cancel may reach, by id
 	endErr   error                // why the connection ends
 	live     int                  // goroutines of ours still running
 	done     bool                 // finished is closed
@@ -227,6 +230,7 @@ func (c *conn) serve(ctx context.Context) error {
 	if c.idle > 0 {
 		defer c.watchIdle()()
 	}
+	drained := false // the end of the input had both its graces
 	if c.in.mode == modeWhole {
 		// An HTTP body, read already: its goroutine serves it.
 		c.readLoop(newReadState(), false)
@@ -241,27 +245,42 @@ func (c *conn) serve(ctx context.Context) error {
 	case <-c.aborted:
 	case <-c.ended:
 		// The input ended: the work in flight gets the grace period to
-		// finish, then is stopped as by Close.
+		// finish, then its contexts are cancelled (requests still queued
+		// run with theirs cancelled, so that each is answered), and it
+		// gets as long again to return.
+		c.mu.Lock()
+		cause := error(&peerClosedError{cause: c.endErr})
+		c.mu.Unlock()
 		drain := time.NewTimer(c.grace)
 		select {
 		case <-c.finished:
 		case <-c.aborted:
 		case <-drain.C:
-			c.abort(io.EOF)
+			c.cancel(cause)
+			drain.Reset(c.grace)
+			select {
+			case <-c.finished:
+			case <-c.aborted:
+			case <-drain.C:
+				c.abort(cause) // abandon it: nothing more is written
+				c.unblockWriter()
+				drained = true
+			}
 		}
 		drain.Stop()
 	}
 	select {
 	case <-c.finished:
 	default:
+		if drained {
+			break // waited for above, at most twice CancelGrace in all
+		}
 		grace := time.NewTimer(c.grace)
 		select {
 		case <-c.finished:
 		case <-grace.C:
-			// Abandon what is still running; unblock a stuck writer.
-			if wc, ok := c.w.(io.Closer); ok && c.out.busy() {
-				_ = wc.Close()
-			}
+			// Abandon what is still running.
+			c.unblockWriter()
 		}
 		grace.Stop()
 	}
@@ -287,14 +306,26 @@ func (c *conn) serve(ctx context.Context) error {
 	return err
 }
 
+// unblockWriter closes the writer when a write to it is still in flight,
+// once what is running has been abandoned: on most writers that ends the
+// write.
+func (c *conn) unblockWriter() {
+	if wc, ok := c.w.(io.Closer); ok && c.out.busy() {
+		_ = wc.Close()
+	}
+}
+
 // flushFromReader has the buffered output written, for the reading
 // goroutine. A reader that waits in Write could deadlock with a peer whose
-// reader does the same: neither would read again. The peer's reader
-// writes only to answer this side's requests, so while this side has never
-// called the peer, the reader writes itself, the fastest way; from its
-// first call on, the write goes to another goroutine.
+// reader does the same: neither would read again. While this side has sent
+// nothing of its own (no call, notification or batch: only answers), the
+// peer's reader has nothing of ours to answer and, if it is this
+// package's, writes nothing itself, since it has sent something (the
+// requests being answered); so the reader writes itself, the fastest way.
+// From this side's first message of its own on, the write goes to another
+// goroutine.
 func (c *conn) flushFromReader() {
-	if c.ids.n.Load() == 0 {
+	if !c.talked.Load() {
 		if err := c.out.Flush(); err != nil {
 			c.abort(err)
 		}
@@ -548,6 +579,9 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	c.arm()
 	c.runUnit(u, rs)
 	if rs.state.CompareAndSwap(seq<<2|stateBusy, seq<<2) {
+		if c.resumeN.Load() > 0 {
+			c.admitResumer() // see retakeSlot
+		}
 		return true
 	}
 	// Reading moved on without us: take what the handoff registered out
@@ -639,16 +673,15 @@ func (c *conn) cancelFrom(rs *readState, params []byte) {
 		return
 	}
 	c.mu.Lock()
-	list := append([]*reqCtx(nil), c.active[string(id)]...)
+	list := c.takeActiveLocked(string(id))
 	c.mu.Unlock()
+	// The list is out of the table and every request in it settled, so
+	// it is this goroutine's.
 	for _, rc := range list {
 		old := rc.flags.Or(flagPeerCancelled)
-		if old&(flagStarted|flagPeerCancelled|flagInline) == 0 && !rc.inBatch {
-			if rc.flags.Or(flagAnswered)&flagStarted == 0 {
-				c.settle(rc)
-				if !c.cancelConv.Unanswered {
-					c.writeError([]byte(rc.id), ErrRequestCancelled)
-				}
+		if old&(flagStarted|flagPeerCancelled|flagInline|flagInBatch) == 0 {
+			if rc.flags.Or(flagAnswered)&flagStarted == 0 && !c.cancelConv.Unanswered {
+				c.writeError([]byte(rc.id), ErrRequestCancelled)
 			}
 		}
 		rc.cancel(context.Canceled)

@@ -161,6 +161,24 @@ func (e *streamOverflowError) Error() string {
 
 func (e *streamOverflowError) Unwrap() error { return ErrStreamOverflow }
 
+// ErrPeerClosed is the cause (see [context.Cause]) with which a
+// connection cancels the contexts of its handlers still running when its
+// input has ended: the peer closed its end, or reading failed. The cause
+// wraps the read error too, io.EOF for a clean end. Handlers get the
+// connection's CancelGrace to finish before that, and as long again to
+// return after it.
+var ErrPeerClosed = errors.New("jsonrpc: the peer closed the connection")
+
+// peerClosedError is ErrPeerClosed together with the read error that
+// ended the input.
+type peerClosedError struct{ cause error }
+
+func (e *peerClosedError) Error() string {
+	return ErrPeerClosed.Error() + ": " + e.cause.Error()
+}
+
+func (e *peerClosedError) Unwrap() []error { return []error{ErrPeerClosed, e.cause} }
+
 // closedError wraps ErrClosed together with the reason the connection ended.
 type closedError struct{ cause error }
 

@@ -131,8 +131,14 @@
 //
 // # Shutdown
 //
-// Serve returns nil at the end of its input, once the handlers in flight
-// have returned and their responses are written. [Server.Shutdown] stops
+// At the end of its input (the peer closed its end, or reading failed),
+// a connection gives the handlers in flight [Server.CancelGrace] to
+// finish, then cancels their contexts with a cause that wraps
+// [ErrPeerClosed] and the read error (io.EOF for a clean end), and gives
+// them as long again to return; Serve then returns nil, once their
+// responses are written, or an error wrapping [ErrClosed] if a handler had
+// to be abandoned. The same rule holds for a [Conn] and a [Client] with a
+// Handler. [Server.Shutdown] stops
 // reading and waits for the work in flight, for as long as its context
 // allows; [Server.Close] also cancels the handlers' contexts, and Serve
 // then waits no longer than [Server.CancelGrace] for a handler that

@@ -122,6 +122,7 @@ func (s *Server) ServeListener(ctx context.Context, l net.Listener) error {
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) error {
 	cfg := s.config()
 	cfg.idle = s.IdleTimeout
+	cfg.drainGrace = true
 	// Reading is stopped with a read deadline rather than CloseRead, so
 	// that closeGently can still read what the peer sent meanwhile.
 	rw := struct{ net.Conn }{nc}

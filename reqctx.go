@@ -22,7 +22,10 @@ func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 	}
 	rc := &rs.slab[0]
 	rs.slab = rs.slab[1:]
-	rc.conn, rc.id, rc.inBatch = c, id, inBatch
+	rc.conn, rc.id = c, id
+	if inBatch {
+		rc.flags.Store(flagInBatch)
+	}
 	return rc
 }
 
@@ -30,17 +33,13 @@ func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 // handler that never asks for Done costs no channel and no goroutine, and
 // the contexts of many requests share one allocation.
 type reqCtx struct {
-	conn    *conn
-	req     *Request   // the request, while its handler runs
-	id      string     // the request's id; "" for a notification
-	reader  *readState // the reading role it runs inline on, if so; read only by its handler's goroutine
-	armed   atomic.Pointer[armedCtx]
-	flags   atomic.Uint32
-	inBatch bool
-
-	// Guarded by conn.mu.
-	registered bool
-	settled    bool
+	conn   *conn
+	req    *Request   // the request, while its handler runs
+	id     string     // the request's id; "" for a notification
+	reader *readState // the reading role it runs inline on, if so; read only by its handler's goroutine
+	armed  atomic.Pointer[armedCtx]
+	flags  atomic.Uint32
+	pos    int32 // guarded by conn.mu: its place in conn.active plus one, 0 if none, or posSettled
 }
 
 // armedCtx is the part of a reqCtx made on demand.
@@ -49,7 +48,16 @@ type armedCtx struct {
 	done chan struct{}
 	err  error
 	stop func() bool
+
+	// Guarded by conn.mu (see leaveSlot): the calls to the peer its
+	// handler waits for, and whether it gave up its slot meanwhile.
+	waits int
+	freed bool
 }
+
+// posSettled is the pos of a request taken out of reach of cancels for
+// good: it has finished, or a cancel has reached it.
+const posSettled = -1
 
 const (
 	flagStarted       = 1 << iota // the handler has been called, or skipped
@@ -57,12 +65,20 @@ const (
 	flagAnswered                  // answered before it started
 	flagEnded                     // the handler returned
 	flagInline                    // running (or about to) on a handed-off reader
+	flagInBatch                   // an entry of a batch
 )
 
 var _ context.Context = (*reqCtx)(nil)
 
 // Deadline returns the deadline of the context Serve was given.
 func (rc *reqCtx) Deadline() (time.Time, bool) { return rc.conn.ctx.Deadline() }
+
+// holdsSlot reports whether the handler of rc holds one of the
+// connection's slots: it runs on a worker, or on a reader whose role has
+// been handed off; a handler run inline on the reading role holds none.
+func (rc *reqCtx) holdsSlot() bool {
+	return rc.reader == nil || rc.reader.state.Load()&stateHandedOff != 0
+}
 
 // arm returns the armed part of rc, making it on first use.
 func (rc *reqCtx) arm() *armedCtx {

@@ -17,7 +17,7 @@ const (
 	// DefaultMaxBatch is the largest batch a server accepts.
 	DefaultMaxBatch = 10000
 	// DefaultCancelGrace is how long Serve waits, once it has been told to
-	// stop, for handlers to return.
+	// stop or its input has ended, for handlers to return.
 	DefaultCancelGrace = 5 * time.Second
 	// DefaultMaxPendingBytes is the byte budget of a connection for
 	// requests read but not yet answered (see [Server.MaxPendingBytes]).
@@ -63,7 +63,12 @@ type Server struct {
 	// zero means [DefaultMaxInFlight]. When every slot is taken, more
 	// requests wait their turn in a queue while reading goes on (so
 	// cancels, and responses to the handlers' own calls to the peer,
-	// still arrive), up to MaxPendingBytes.
+	// still arrive), up to MaxPendingBytes. A handler that waits for the
+	// peer (in [Call], or a Call, Batch or Stream of a [Conn] or [Client]
+	// made with its context) gives up its slot meanwhile, and takes one
+	// again, waiting its turn before the queue, once answered: handlers
+	// that call each other across a connection cannot deadlock, at any
+	// depth.
 	MaxInFlight int
 
 	// MaxPendingBytes is the byte budget of a connection: the requests
@@ -96,7 +101,9 @@ type Server struct {
 	// CancelGrace is how long Serve waits, after Close or the
 	// cancellation of its context, for handlers to return; zero means
 	// [DefaultCancelGrace]. A handler still running then is abandoned: it
-	// keeps its goroutine, but its response is dropped.
+	// keeps its goroutine, but its response is dropped. At the end of the
+	// input, handlers get CancelGrace to finish before their contexts are
+	// cancelled, and as long again to return (see Serve).
 	CancelGrace time.Duration
 
 	// MaxConns bounds the connections that ServeListener serves at once;
@@ -123,8 +130,8 @@ type Server struct {
 }
 
 // Serve reads requests from r and writes responses to w until the input
-// ends, then waits for the handlers in flight, flushes w and returns nil.
-// See [Server.Serve].
+// ends, then lets the handlers in flight finish, flushes w and returns
+// nil. See [Server.Serve].
 func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 	s := &Server{Handler: h}
 	return s.Serve(ctx, r, w)
@@ -138,9 +145,14 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // notification is ever answered. A line that is not JSON is answered with
 // a Parse error with a null id, and reading goes on at the next line.
 //
-// At the end of the input Serve waits for the handlers in flight, flushes
-// w and returns nil. A read error other than io.EOF ends it the same way
-// but returns that error. A write error ends it with that error. When ctx
+// At the end of the input (io.EOF, or any other read error) the handlers
+// in flight get CancelGrace to finish; then their contexts are cancelled
+// with a cause (see [context.Cause]) that wraps [ErrPeerClosed] and the
+// read error, requests still queued run with theirs cancelled, and all get
+// CancelGrace again to return. Serve then flushes w and returns nil, or,
+// if a handler had to be abandoned, an error wrapping [ErrClosed] and
+// ErrPeerClosed; so it returns within about twice CancelGrace of the end
+// of its input. A write error ends it with that error. When ctx
 // is cancelled Serve stops reading, cancels the handlers' contexts, waits
 // up to CancelGrace for them, and returns ctx.Err(); after [Server.Close]
 // or [Server.Shutdown] it returns [ErrServerClosed].
@@ -157,7 +169,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // What a connection holds is bounded in bytes: see MaxMessageSize,
 // MaxBatch and MaxPendingBytes, and SECURITY.md for the whole account.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	c := newConn(s.config(), ctx, r, w)
+	cfg := s.config()
+	cfg.drainGrace = true
+	c := newConn(cfg, ctx, r, w)
 	if !s.track(c) {
 		return ErrServerClosed
 	}
