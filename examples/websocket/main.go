@@ -33,7 +33,14 @@
 //	hello     {} -> "hello, " + what the caller's "whoami" answers
 //	count     {"n": n} -> the items 1..n as $/stream notifications, then n
 //	note      notification {"text": t}: remembers t for this connection
-//	notes     {} -> the texts noted so far on this connection
+//	notes     {} -> the texts noted on this connection, oldest first
+//
+// A connection keeps at most 100 notes and 128 KiB of text, dropping the
+// oldest to make room (maxNotes, maxNotesSize), and a note of more than
+// 16 KiB (maxNoteSize) is not kept at all: the server logs it at Warn, and
+// answers it with -32602 if it came as a call, since a notification gets
+// no answer. A message is at most 1 MiB (maxMessageSize), and the answer
+// to notes fits in one even if every byte of the notes is written \u00XX.
 //
 // Usage:
 //
@@ -58,6 +65,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -70,13 +78,46 @@ import (
 //go:embed page
 var pageFiles embed.FS
 
-// maxMessageSize is the largest message the server reads, in bytes.
+// maxMessageSize is the largest message the server reads, in bytes. The
+// WebSocket library's own limit is off (see newStream): the jsonrpc reader
+// drops a longer message as it arrives, without holding it whole.
 const maxMessageSize = 1 << 20
+
+// What a connection keeps of its notes is bounded in bytes and in count,
+// however many the peer sends: at most maxNotes notes and maxNotesSize
+// bytes of text, the oldest dropped first, and no note of more than
+// maxNoteSize bytes. The answer to notes then fits in one message of
+// maxMessageSize even if each byte is escaped as \u00XX, six bytes.
+const (
+	maxNotes     = 100
+	maxNoteSize  = 16 << 10
+	maxNotesSize = 128 << 10
+)
 
 // session is what the server keeps for one connection.
 type session struct {
+	remote string // the peer's address, for the log
+
 	mu    sync.Mutex
-	notes []string
+	notes []string // the most recent notes, oldest first
+	size  int      // the bytes of text in notes
+}
+
+// note keeps text, dropping the oldest notes to stay within maxNotes and
+// maxNotesSize. text is at most maxNoteSize bytes.
+func (s *session) note(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notes = append(s.notes, text)
+	s.size += len(text)
+	drop := 0
+	for len(s.notes)-drop > maxNotes || s.size > maxNotesSize {
+		s.size -= len(s.notes[drop])
+		drop++
+	}
+	// Delete clears the slots it frees, so the dropped texts can be
+	// collected.
+	s.notes = slices.Delete(s.notes, 0, drop)
 }
 
 type sessionKey struct{}
@@ -86,8 +127,8 @@ func sessionFrom(ctx context.Context) *session {
 	return ctx.Value(sessionKey{}).(*session)
 }
 
-// newMux returns the methods the example serves.
-func newMux() *jsonrpc.Mux {
+// newMux returns the methods the example serves, which log to logger.
+func newMux(logger *slog.Logger) *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
 	mux.Handle("add", jsonrpc.Func(func(ctx context.Context, p [2]int) (int, error) {
 		return p[0] + p[1], nil
@@ -121,9 +162,11 @@ func newMux() *jsonrpc.Mux {
 		Text string `json:"text"`
 	}) (any, error) {
 		s := sessionFrom(ctx)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.notes = append(s.notes, p.Text)
+		if len(p.Text) > maxNoteSize {
+			logger.Warn("note not kept", "remote", s.remote, "bytes", len(p.Text), "limit", maxNoteSize)
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "note is %d bytes, over %d", len(p.Text), maxNoteSize)
+		}
+		s.note(p.Text)
 		return nil, nil
 	}))
 	mux.Handle("notes", jsonrpc.Func(func(ctx context.Context, _ struct{}) ([]string, error) {
@@ -138,7 +181,7 @@ func newMux() *jsonrpc.Mux {
 // newRPCServer returns the server that serves every WebSocket connection.
 func newRPCServer(logger *slog.Logger) *jsonrpc.Server {
 	return &jsonrpc.Server{
-		Handler:         newMux(),
+		Handler:         newMux(logger),
 		Logger:          logger,
 		MaxMessageSize:  maxMessageSize,
 		HideErrorDetail: true, // the page's users need not see Go's error texts
@@ -164,7 +207,7 @@ func newHandler(rpc *jsonrpc.Server, logger *slog.Logger) http.Handler {
 			logger.Debug("websocket accept", "remote", r.RemoteAddr, "err", err)
 			return
 		}
-		s := newStream(context.WithValue(r.Context(), sessionKey{}, new(session)), c)
+		s := newStream(context.WithValue(r.Context(), sessionKey{}, &session{remote: r.RemoteAddr}), c)
 		defer s.Close()
 		// At the end of its input Serve waits for the handlers in flight,
 		// however long they take. Here the end of the input means that

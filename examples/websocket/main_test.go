@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -374,4 +377,100 @@ func TestPeerGoneEndsHandlers(t *testing.T) {
 			t.Fatal("the handler did not start, or did not end with the connection")
 		}
 	}
+}
+
+// TestNotesBounded sends more notes, and larger ones, than a connection
+// keeps: the server's live heap stays small while the connection is open,
+// and notes answers with the most recent notes within the bounds, in one
+// message of at most maxMessageSize.
+func TestNotesBounded(t *testing.T) {
+	s := startServer(t)
+
+	t.Run("heap", func(t *testing.T) {
+		c := s.dial(t)
+		before := liveHeap()
+		// 64 notes of a megabyte (a message of maxMessageSize carries
+		// one), sent as a browser sends them: twice the heap bound below.
+		pad := strings.Repeat("x", 1_000_000-4)
+		for i := range 64 {
+			send(t, c, fmt.Sprintf(`{"jsonrpc":"2.0","method":"note","params":{"text":"%03d %s"}}`, i, pad))
+		}
+		// Then 300 small notes, sent as calls (each is answered once it is
+		// kept), and only then is the heap measured: right after the large
+		// notes it also holds the lines of the last requests read, which
+		// package jsonrpc keeps for a while (up to 256 of them), and which
+		// are the library's to bound, not the example's.
+		var sent []string
+		for i := range 300 {
+			sent = append(sent, fmt.Sprintf("s%03d", i))
+			assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":null}`, note(t, c, sent[i]))
+		}
+		grown := int64(liveHeap()) - int64(before)
+		t.Logf("live heap grew by %.1f MiB", float64(grown)/(1<<20))
+		assert.Less(t, grown, int64(32<<20), "live heap growth in bytes, the connection still open")
+		assert.Equal(t, sent[len(sent)-maxNotes:], notes(t, c), "at most maxNotes notes, and none over maxNoteSize")
+	})
+
+	t.Run("bytes", func(t *testing.T) {
+		c := s.dial(t)
+		// Notes of maxNoteSize bytes, each of which JSON writes in six
+		// (\u0001): the answer to notes still fits in one message.
+		pad := strings.Repeat("\x01", maxNoteSize-4)
+		var sent []string
+		for i := range 3 * maxNotesSize / maxNoteSize {
+			sent = append(sent, fmt.Sprintf("%03d", i))
+			assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":null}`, note(t, c, sent[i]+" "+pad))
+		}
+		kept := sent[len(sent)-maxNotesSize/maxNoteSize:]
+		assert.Equal(t, kept, notes(t, c), "at most maxNotesSize bytes of notes")
+
+		// A note over maxNoteSize is refused, and the notes stay.
+		var refused struct{ Error *jsonrpc.Error }
+		require.NoError(t, json.Unmarshal([]byte(note(t, c, strings.Repeat("y", maxNoteSize+1))), &refused))
+		require.NotNil(t, refused.Error)
+		assert.Equal(t, jsonrpc.CodeInvalidParams, refused.Error.Code)
+		assert.Equal(t, kept, notes(t, c))
+	})
+}
+
+// note sends text to c's connection as a note in a call, which is
+// answered once the note is kept, so that notes are kept in the order
+// sent. It returns the answer.
+func note(t *testing.T, c *websocket.Conn, text string) string {
+	t.Helper()
+	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "note", "params": map[string]string{"text": text}})
+	require.NoError(t, err)
+	return exchange(t, c, string(msg))
+}
+
+// notes returns the heads of the notes that c's connection keeps, and
+// checks that the answer fits in one message of maxMessageSize.
+func notes(t *testing.T, c *websocket.Conn) []string {
+	t.Helper()
+	answer := exchange(t, c, `{"jsonrpc":"2.0","id":2,"method":"notes"}`)
+	assert.LessOrEqual(t, len(answer), maxMessageSize, "the answer to notes, in bytes")
+	var resp struct{ Result []string }
+	require.NoError(t, json.Unmarshal([]byte(answer), &resp))
+	return heads(resp.Result)
+}
+
+// heads returns what comes before the first space of each note, which
+// tells the notes of TestNotesBounded apart, so that a failure does not
+// print megabytes.
+func heads(notes []string) []string {
+	var hs []string
+	for _, n := range notes {
+		h, _, _ := strings.Cut(n, " ")
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// liveHeap runs a garbage collection and returns the bytes of heap it
+// found live.
+func liveHeap() uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
