@@ -454,7 +454,8 @@ func (c *conn) isAborted() bool {
 // the read does not happen, once reading has stopped.
 func (c *conn) beforeRead() bool {
 	c.flushFromReader()
-	c.reader.Load().trim()
+	c.reader.Load().trim(c.in.letGo)
+	c.in.letGo = false
 	// parked is stored before stopping is read, as stopReading stores
 	// stopping before it reads parked: one of the two sees the other.
 	c.parked.Store(true)

@@ -9,9 +9,11 @@ package jsonrpc_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -426,4 +428,50 @@ func TestEndOfInputRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIdleConnectionLetsGo checks what an idle connection keeps once it
+// has served large requests: neither the large read buffer (the reader's
+// scratch space used to keep slices of it) nor the copies of the lines of
+// queued requests (kept by the block of contexts they came from).
+func TestIdleConnectionLetsGo(t *testing.T) {
+	const bound = 4 << 20
+	t.Run("a large line read inline", func(t *testing.T) {
+		checkLeaks(t)
+		mux := new(jsonrpc.Mux)
+		// Quick, so that it runs inline and reading is not handed on.
+		mux.Handle("size", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+			return json.RawMessage(strconv.Itoa(len(req.Params))), nil
+		}))
+		in, lines := h3Server(t, &jsonrpc.Server{Handler: mux})
+		before := liveHeapBytes(t)
+		big := `{"jsonrpc":"2.0","id":1,"method":"size","params":["` + strings.Repeat("b", 16<<20) + `"]}` + "\n"
+		_, err := io.WriteString(in, big)
+		require.NoError(t, err)
+		big = ""
+		require.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":16777220}`, h3Recv(t, lines, "the answer"))
+		time.Sleep(10 * time.Millisecond) // the reader waits for more
+		after := liveHeapBytes(t)
+		assert.Less(t, int64(after)-int64(before), int64(bound), "live heap growth of an idle connection, in bytes")
+	})
+	t.Run("large lines queued", func(t *testing.T) {
+		checkLeaks(t)
+		mux := new(jsonrpc.Mux)
+		mux.Handle("slow", jsonrpc.Func(func(_ context.Context, p [1]string) (int, error) {
+			time.Sleep(3 * time.Millisecond) // queued from the second call on
+			return len(p[0]), nil
+		}))
+		in, lines := h3Server(t, &jsonrpc.Server{Handler: mux})
+		before := liveHeapBytes(t)
+		pad := strings.Repeat("q", 512<<10)
+		for i := range 60 {
+			_, err := fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"slow","params":["%s"]}`+"\n", i, pad)
+			require.NoError(t, err)
+			require.JSONEq(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%d}`, i, len(pad)), h3Recv(t, lines, "an answer"))
+		}
+		pad = ""
+		time.Sleep(10 * time.Millisecond)
+		after := liveHeapBytes(t)
+		assert.Less(t, int64(after)-int64(before), int64(bound), "live heap growth of an idle connection, in bytes")
+	})
 }

@@ -32,6 +32,9 @@ type readState struct {
 	unit     unit
 	slab     []reqCtx
 	slabSize int // the size of the last block of slab
+	// slabQueued is set once a context of the block went to a queued
+	// unit, whose line it keeps alive for as long as the block lives.
+	slabQueued bool
 	arena    arena
 	names    map[string]*method // passed on with the reading role
 	buf      []byte             // scratch for batch responses
@@ -53,9 +56,13 @@ const (
 const maxScratch = 256
 
 // trim lets go of scratch space that a large batch needed, so that an idle
-// connection holds no more than a small batch's worth. Only the goroutine
-// in the reading role calls it.
-func (rs *readState) trim() {
+// connection holds no more than a small batch's worth, and of the block of
+// contexts once one of them went to a queued unit: a context points to its
+// request, which holds the unit's copy of its line. When the reader has
+// let go of a large read buffer, bufGone, trim also forgets the slices of
+// it that the scratch space still holds. Only the goroutine in the reading
+// role calls it.
+func (rs *readState) trim(bufGone bool) {
 	if cap(rs.batch) > maxScratch {
 		rs.batch = nil
 	}
@@ -64,6 +71,14 @@ func (rs *readState) trim() {
 	}
 	if cap(rs.buf) > maxScratch<<10 {
 		rs.buf = nil
+	}
+	if rs.slabQueued {
+		rs.slab, rs.slabSize, rs.slabQueued = nil, 0, false
+	}
+	if bufGone {
+		clear(rs.batch[:cap(rs.batch)])
+		clear(rs.unit.tasks[:cap(rs.unit.tasks)])
+		rs.env, rs.cancel = envelope{}, envelope{}
 	}
 }
 
@@ -256,6 +271,7 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	kind, rs.batch = scanLine(own, &rs.env, rs.batch, c.maxBatch)
 	u := &unit{cost: cost}
 	c.buildUnit(rs, u, kind, act)
+	rs.slabQueued = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(u.tasks) == 0 || c.isAborted() {

@@ -66,6 +66,10 @@ type LineReader struct {
 	beforeRead func() bool
 	afterRead  func()
 
+	// letGo is set when a large buffer, emptied, has been let go; the
+	// owner clears it once it has let go of its slices of that buffer.
+	letGo bool
+
 	// mode is the framing: modeLine, modeHeader or modeCustom.
 	mode uint8
 
@@ -166,6 +170,7 @@ func (lr *LineReader) fill() {
 	}
 	if lr.end == 0 && len(lr.buf) > maxIdleBufSize {
 		lr.buf = nil
+		lr.letGo = true
 	}
 	if lr.end == len(lr.buf) {
 		// Grow by half: a long line costs at most half again its size.
