@@ -35,11 +35,11 @@ type readState struct {
 	// slabQueued is set once a context of the block went to a queued
 	// unit, whose line it keeps alive for as long as the block lives.
 	slabQueued bool
-	arena    arena
-	names    map[string]*method // passed on with the reading role
-	buf      []byte             // scratch for batch responses
-	cancel   envelope
-	sample   int // counts inline runs; one in sampleEvery is timed
+	arena      arena
+	names      map[string]*method // passed on with the reading role
+	buf        []byte             // scratch for batch responses
+	cancel     envelope
+	sample     int // counts inline runs; one in sampleEvery is timed
 
 	bufSize atomic.Int64 // size of the read buffer the unit running inline holds
 	charged int          // guarded by conn.mu: bytes charged by the handoff
