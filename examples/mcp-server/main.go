@@ -9,7 +9,8 @@
 // (a call from the server to the client on the same connection) and
 // returns them. The client's notifications/cancelled stops a call, which
 // then gets no response, as MCP requires. Logs go to standard error; the
-// server exits 0 when its input ends.
+// server exits 0 when its input ends, once the tools still running have
+// had 300 ms to finish and then been cancelled.
 //
 // Run it under an MCP client, for example:
 //
@@ -226,6 +227,10 @@ func main() {
 		Handler: mux,
 		Logger:  logger,
 		Cancel:  jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true},
+		// When the client closes our input, a tool still running gets
+		// 300 ms to finish, then is cancelled: MCP clients send SIGTERM
+		// a few seconds after they close a server's input.
+		CancelGrace: 300 * time.Millisecond,
 	}
 	var err error
 	if *httpAddr != "" {

@@ -171,8 +171,25 @@ test('no stray responses', { timeout }, () => {
 	assert.deepEqual(stray.map(String), []);
 });
 
-test('closing the client makes the server exit 0', { timeout }, async () => {
+test('closing the client while a tool runs makes the server cancel it and exit 0 within a second', { timeout }, async () => {
+	let running;
+	const started = new Promise((resolve) => {
+		running = resolve;
+	});
+	// 20 s if left alone; n=999 tells its log lines from the earlier call's.
+	const call = client.callTool({ name: 'count', arguments: { n: 999 } }, undefined, {
+		onprogress: (p) => {
+			if (p.progress === 2) running();
+		},
+	});
+	call.catch(() => {}); // the close rejects it
+	await started;
+	const exited = new Promise((resolve) => child.once('exit', () => resolve(performance.now())));
+	const start = performance.now();
 	await client.close(); // ends the server's input, and after 2 s sends SIGTERM
+	const took = (await exited) - start;
 	assert.equal(child.signalCode, null, 'the server did not exit at the end of its input');
 	assert.equal(child.exitCode, 0);
+	assert.ok(took < 1000, `the server exited ${Math.round(took)} ms after the close`);
+	await stderr.waitFor(/msg="count cancelled" step=\d+ of=999/);
 });
