@@ -1,7 +1,9 @@
 // Command jsonrpc-demo is a JSON-RPC 2.0 server on standard input and
 // output, built on the public API of package jsonrpc alone. It reads
 // newline-delimited requests until the end of its input, writes one
-// response per line, and exits 0 once everything is flushed.
+// response per line, and exits 0 once everything is flushed (requests
+// still running at the end of the input get a minute to finish, then are
+// cancelled).
 //
 // Its methods:
 //
@@ -82,6 +84,9 @@ func main() {
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	}
 	if *listen == "" && *httpAddr == "" {
+		// The requests still running at the end of the input finish, as
+		// their methods say, unless they take over a minute.
+		srv.CancelGrace = time.Minute
 		if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
 			os.Exit(1)
