@@ -41,6 +41,10 @@ type ClientOptions struct {
 	MaxInFlight     int
 	MaxPendingBytes int
 
+	// Order says which of the peer's messages the Handler handles one at
+	// a time, in arrival order (see [Order]).
+	Order Order
+
 	// CancelGrace is how long Close waits for the reader goroutine and
 	// for Handler calls to end; zero means [DefaultCancelGrace]. (Close
 	// called from a Handler or from OnNotify waits all of it, since it
@@ -129,6 +133,7 @@ func (o *ClientOptions) config() *config {
 		hideDetail:   o.HideErrorDetail,
 		noCancel:     o.NoCancelRequest,
 		grace:        o.CancelGrace,
+		order:        o.Order,
 		onNotify:     o.OnNotify,
 		onUnknown:    o.OnUnknownResponse,
 		drainGrace:   true,

@@ -75,6 +75,7 @@ type config struct {
 	encoders     *encoders       // shared result encoders; nil for the connection's own
 	in           *LineReader     // if set, the reader, rather than one made for r
 	quiet        bool            // drop malformed messages rather than answer them
+	order        Order
 }
 
 // conn is one connection: the engine behind [Server], [Client] and
@@ -123,10 +124,15 @@ type conn struct {
 	awaiting   atomic.Int64 // calls of this side awaiting answers: len(pending)
 	talked     atomic.Bool  // this side has sent a message of its own (see flushFromReader)
 	resumeN    atomic.Int32 // handlers waiting in retakeSlot: len(resume), or about to be
+	inOrder    atomic.Bool  // units wait in ordered, or one in order runs off the reader; changed under mu
+	offReaders atomic.Int32 // units not in order admitted off the reader and not ended; changed under mu
+	order      orderConfig
 
 	mu       sync.Mutex
 	cond     sync.Cond // the queue shrank, or reading stops
 	queue    []*unit
+	ordered  []*unit              // units waiting for the units before them (see finishUnit)
+	offWrite bool                 // a unit in order is admitted off the reader and not ended
 	resume   []chan struct{}      // handlers back from the peer, waiting for a slot
 	active   map[string][]*reqCtx // requests that a cancel may reach, by id
 	endErr   error                // why the connection ends
@@ -178,6 +184,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		onNotify:     cfg.onNotify,
 		onUnknown:    cfg.onUnknown,
 		streamBuffer: cfg.streamBuffer,
+		order:        cfg.order.config(),
 		finished:     make(chan struct{}),
 		aborted:      make(chan struct{}),
 		readDone:     make(chan struct{}),
@@ -430,7 +437,7 @@ func (c *conn) abort(cause error) {
 			_ = c.in.Close()
 		}
 		c.mu.Lock()
-		c.queue = nil
+		c.queue, c.ordered = nil, nil
 		c.mu.Unlock()
 		c.out.fail(&closedError{cause: cause})
 		c.failCalls(cause)
@@ -557,8 +564,9 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 
 	// The reader runs a unit inline only while a slot is free for it and
 	// the budget has room (a handoff charges the unit to both): the slot
-	// is taken (running grows) only if reading is handed off.
-	if c.running.Load() >= c.maxFlight || c.overBudget(len(line)) {
+	// is taken (running grows) only if reading is handed off; and only
+	// while no unit in order runs off the reader, which it would pass.
+	if c.inOrder.Load() || c.running.Load() >= c.maxFlight || c.overBudget(len(line)) {
 		c.enqueue(rs, line, true)
 		return true
 	}
@@ -567,7 +575,9 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	if len(u.tasks) == 0 {
 		return true
 	}
-	if u.slow() {
+	if u.slow() || u.serial && c.offReaders.Load() > 0 {
+		// Off the reader, or, in order, after the requests running off
+		// it.
 		c.enqueue(rs, line, false)
 		return true
 	}
@@ -575,11 +585,18 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	// of an earlier unit; so is the size of the buffer the unit holds.
 	rs.current.Store(0)
 	rs.bufSize.Store(int64(cap(c.in.buf)))
-	seq := rs.state.Load()>>2 + 1
-	rs.state.Store(seq<<2 | stateBusy)
+	seq := rs.state.Load()>>stateSeq + 1
+	busy := seq<<stateSeq | stateBusy
+	if u.serial {
+		busy |= stateSerial
+	}
+	if u.free {
+		busy |= stateFree
+	}
+	rs.state.Store(busy)
 	c.arm()
 	c.runUnit(u, rs)
-	if rs.state.CompareAndSwap(seq<<2|stateBusy, seq<<2) {
+	if rs.state.CompareAndSwap(busy, seq<<stateSeq) {
 		if c.resumeN.Load() > 0 {
 			c.admitResumer() // see retakeSlot
 		}
@@ -592,9 +609,12 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		c.settle(u.tasks[i].ctx)
 	}
 	c.mu.Lock()
-	charged := rs.charged
+	charged, off := rs.charged, rs.off
 	c.mu.Unlock()
 	c.release(charged)
+	if off {
+		c.finishUnit(u)
+	}
 	c.work()
 	return false
 }

@@ -28,6 +28,10 @@ type ConnOptions struct {
 	// Framing delimits messages; nil means [LineFraming].
 	Framing Framing
 
+	// Order says which of the peer's messages are handled one at a time,
+	// in arrival order (see [Order]).
+	Order Order
+
 	// Cancel is the cancel convention in both directions; the zero value
 	// is LSP's "$/cancelRequest" (see [Cancellation]).
 	Cancel Cancellation
@@ -95,6 +99,7 @@ func NewConn(r io.Reader, w io.Writer, opts *ConnOptions) *Conn {
 		hideDetail:   opts.HideErrorDetail,
 		noCancel:     opts.NoCancelRequest,
 		grace:        opts.CancelGrace,
+		order:        opts.Order,
 		onUnknown:    opts.OnUnknownResponse,
 		drainGrace:   true,
 	}, r, w)

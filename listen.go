@@ -294,5 +294,5 @@ func (c *conn) busy() bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.queue) > 0
+	return len(c.queue) > 0 || len(c.ordered) > 0
 }

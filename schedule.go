@@ -22,8 +22,9 @@ const handoffDelay = time.Millisecond
 // reading goroutine up for too long, the role passes to a new goroutine
 // with a fresh readState, and the old one stays with the handler.
 type readState struct {
-	// state is seq<<2 | busy | handedOff, where seq counts the units run
-	// inline.
+	// state is seq<<stateSeq | free | serial | handedOff | busy, where
+	// seq counts the units run inline, and serial and free say where the
+	// unit running stands in the order (see Order).
 	state   atomic.Uint64
 	current atomic.Int32 // index in unit.tasks of the task running inline
 
@@ -43,11 +44,15 @@ type readState struct {
 
 	bufSize atomic.Int64 // size of the read buffer the unit running inline holds
 	charged int          // guarded by conn.mu: bytes charged by the handoff
+	off     bool         // guarded by conn.mu: the unit handed off is admitted (see admitLocked)
 }
 
 const (
 	stateBusy      = 1
 	stateHandedOff = 2
+	stateSerial    = 4
+	stateFree      = 8
+	stateSeq       = 4 // the shift of seq
 )
 
 // maxScratch is the most entries the reading role keeps in its scratch
@@ -98,11 +103,14 @@ func newReadState() *readState {
 // slow method that then returns quickly many times in a row is marked
 // fast again.
 type method struct {
-	name     string
-	route    atomic.Pointer[route] // the Mux's handler, when serving a Mux
-	slow     atomic.Bool
-	fast     atomic.Int32 // quick runs in a row while slow
-	slowRuns atomic.Int32 // timed inline runs in a row that were not quick
+	name       string
+	serialNote bool                  // its notifications are handled in arrival order (see Order)
+	serialCall bool                  // and so are its calls
+	free       bool                  // its messages are outside the order: Order.Concurrent names it
+	route      atomic.Pointer[route] // the Mux's handler, when serving a Mux
+	slow       atomic.Bool
+	fast       atomic.Int32 // quick runs in a row while slow
+	slowRuns   atomic.Int32 // timed inline runs in a row that were not quick
 }
 
 // route caches what a Mux holds for one method, and which version of the
@@ -137,11 +145,14 @@ const (
 
 // intern returns what is known of the method named b, without allocating
 // for the names it has seen before.
-func (rs *readState) intern(b []byte) *method {
+func (rs *readState) intern(c *conn, b []byte) *method {
 	if m, ok := rs.names[string(b)]; ok {
 		return m
 	}
 	m := &method{name: string(b)}
+	m.serialNote = c.order.serial(m.name, true)
+	m.serialCall = c.order.serial(m.name, false)
+	m.free = c.order.concurrent[m.name]
 	if len(rs.names) < 1024 {
 		rs.names[m.name] = m
 	}
@@ -151,9 +162,11 @@ func (rs *readState) intern(b []byte) *method {
 // unit is the work of one line: a single request, or the entries of a
 // batch in order.
 type unit struct {
-	tasks []task
-	batch bool
-	cost  int // bytes held against the connection's budget until it ends
+	tasks  []task
+	batch  bool
+	serial bool // handled in order (see Order): the units after it wait for it
+	free   bool // outside the order: all its messages are for methods Order.Concurrent names
+	cost   int  // bytes held against the connection's budget until it ends
 }
 
 // task is one request of a unit.
@@ -187,6 +200,7 @@ func (u *unit) slow() bool {
 func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
 	u.tasks = u.tasks[:0]
 	u.batch = kind == lineBatch
+	u.serial, u.free = false, true
 	if kind == lineObject {
 		c.addTask(rs, u, &rs.env, false)
 	} else {
@@ -221,7 +235,20 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	}
 	u.tasks = append(u.tasks, task{})
 	t := &u.tasks[len(u.tasks)-1]
-	t.method = rs.intern(methodName(e.method))
+	t.method = rs.intern(c, methodName(e.method))
+	switch {
+	case t.method.free:
+	case e.id != nil:
+		u.free = false
+		u.serial = u.serial || t.method.serialCall
+	case t.method.serialNote && (c.mux == nil || t.method.handler(c.mux) != nil):
+		// A notification that no handler takes changes nothing, and so
+		// holds nothing up.
+		u.free = false
+		u.serial = true
+	default:
+		u.free = false
+	}
 	t.req.Method = t.method.name
 	if e.id != nil {
 		t.req.ID = ID{raw: rs.arena.str(e.id)}
@@ -282,12 +309,25 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	for _, t := range u.tasks {
 		c.registerLocked(t.ctx)
 	}
+	if c.mustWaitLocked(u) {
+		c.ordered = append(c.ordered, u)
+		c.inOrder.Store(true)
+		return
+	}
+	c.admitLocked(u)
+	c.startLocked(u)
+}
+
+// startLocked runs u, admitted, on a worker of its own if a slot is free,
+// and queues it otherwise.
+func (c *conn) startLocked(u *unit) {
 	if c.running.Add(1) <= c.maxFlight {
 		c.live++
 		go func() {
 			defer c.exit()
 			c.runUnit(u, nil)
 			c.release(u.cost)
+			c.finishUnit(u)
 			c.work()
 		}()
 		return
@@ -353,6 +393,7 @@ func (c *conn) work() {
 		c.mu.Unlock()
 		c.runUnit(u, nil)
 		c.release(u.cost)
+		c.finishUnit(u)
 	}
 }
 
@@ -738,26 +779,25 @@ func (c *conn) releaseReader(rc *reqCtx) {
 // same unit.
 func (c *conn) handoff(rs *readState, s uint64) {
 	// The unit keeps the read buffer its requests lie in: that counts
-	// against the budget until the unit ends.
+	// against the budget until the unit ends. The state changes under mu,
+	// so that the unit's goroutine, which learns of the handoff from the
+	// state, then sees all that goes with it (charged, off).
 	c.mu.Lock()
-	if c.stopping.Load() {
+	if c.stopping.Load() || !rs.state.CompareAndSwap(s, s|stateHandedOff) {
 		c.mu.Unlock()
 		return
 	}
 	c.live++
 	rs.charged = int(rs.bufSize.Load())
 	c.held.Add(int64(rs.charged))
-	c.mu.Unlock()
-	if !rs.state.CompareAndSwap(s, s|stateHandedOff) {
-		c.mu.Lock()
-		c.held.Add(int64(-rs.charged))
-		rs.charged = 0
-		c.mu.Unlock()
-		c.exit()
-		return
-	}
-	// The handler that held the reader up now holds a slot.
+	// The handler that held the reader up now holds a slot, and its unit
+	// runs off the reader, where the order counts it (see admitLocked).
 	c.running.Add(1)
+	if s&stateFree == 0 {
+		c.admitSerialLocked(s&stateSerial != 0)
+		rs.off = true
+	}
+	c.mu.Unlock()
 	// The unit is still running, so its tasks stay as they are.
 	if i := int(rs.current.Load()); i < len(rs.unit.tasks) {
 		if m := rs.unit.tasks[i].method; m != nil {

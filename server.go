@@ -86,6 +86,12 @@ type Server struct {
 	// Language Server Protocol's Content-Length headers.
 	Framing Framing
 
+	// Order says which of the peer's messages are handled one at a time,
+	// in arrival order; the zero Order handles notifications so, and starts
+	// a request only once the notifications before it are handled (see
+	// [Order]).
+	Order Order
+
 	// Cancel is the cancel convention in both directions: the
 	// notification the peer sends to cancel a request, and the one sent
 	// when a handler's call to the peer (see [Call]) is cancelled. The
@@ -192,6 +198,7 @@ func (s *Server) config() *config {
 		budget:     s.MaxPendingBytes,
 		hideDetail: s.HideErrorDetail,
 		grace:      s.CancelGrace,
+		order:      s.Order,
 		encoders:   &s.encoders,
 	}
 }
