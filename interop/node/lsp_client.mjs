@@ -65,26 +65,51 @@ test('initialize', { timeout }, async () => {
 	const result = await conn.sendRequest('initialize', initializeParams);
 	assert.equal(result.serverInfo.name, 'jsonrpc-example');
 	assert.equal(result.capabilities.hoverProvider, true);
+	assert.deepEqual(result.capabilities.textDocumentSync, { openClose: true, change: 2 }); // incremental
 	assert.deepEqual(result.capabilities.executeCommandProvider, { commands: ['example.count'] });
 	await conn.sendNotification('initialized', {});
 });
 
-function hover(uri, line, token) {
-	const params = { textDocument: { uri }, position: { line, character: 4 } };
+function hover(uri, line, token, character = 4) {
+	const params = { textDocument: { uri }, position: { line, character } };
 	return token ? conn.sendRequest('textDocument/hover', params, token) : conn.sendRequest('textDocument/hover', params);
 }
 
+// open sends textDocument/didOpen, and does not wait for the server: the
+// requests sent after it are handled after it.
+function open(uri, text) {
+	conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'go', version: 1, text } });
+}
+
+function change(uri, version, contentChanges) {
+	conn.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges });
+}
+
+// hoverLine resolves to the line of the document that a hover shows, after
+// its greeting, or to null for a null result.
+async function hoverLine(uri, line, character = 0) {
+	const result = await hover(uri, line, undefined, character);
+	if (result === null) return null;
+	assert.equal(result.contents.kind, 'plaintext');
+	const [greeting, ...rest] = result.contents.value.split('\n');
+	assert.equal(greeting, `Hi ${uri} from ${uri}:${line + 1}:${character + 1}`);
+	assert.equal(rest.length, 1, result.contents.value);
+	return rest[0];
+}
+
 test("a hover's call to workspace/configuration is answered by the editor", { timeout }, async () => {
+	open('file:///a.go', 'package a\n\nfunc A() {}\n');
 	const result = await hover('file:///a.go', 2);
-	assert.deepEqual(result.contents, { kind: 'plaintext', value: 'Hi file:///a.go from file:///a.go:3:5' });
+	assert.deepEqual(result.contents, { kind: 'plaintext', value: 'Hi file:///a.go from file:///a.go:3:5\nfunc A() {}' });
 	assert.equal(configurationRequests, 1);
 });
 
 test('500 concurrent hovers, each calling the editor back', { timeout }, async () => {
 	const n = 500;
+	for (let i = 0; i < n; i++) open(`file:///doc${i}.go`, `${'\n'.repeat(i)}package doc${i}`);
 	const results = await Promise.all(Array.from({ length: n }, (_, i) => hover(`file:///doc${i}.go`, i)));
 	results.forEach((result, i) => {
-		assert.equal(result.contents.value, `Hi file:///doc${i}.go from file:///doc${i}.go:${i + 1}:5`);
+		assert.equal(result.contents.value, `Hi file:///doc${i}.go from file:///doc${i}.go:${i + 1}:5\npackage doc${i}`);
 	});
 	assert.equal(configurationRequests, 1 + n);
 });
@@ -125,13 +150,39 @@ test('cancelling a hover cancels its call to the editor too', { timeout }, async
 	const source = new CancellationTokenSource();
 	const told = new Promise((resolve) => (slow.cancelled = resolve));
 	slow.arrived = () => source.cancel(); // once the server waits for the editor
+	open('file:///slow.go', 'package slow\n');
+	open('file:///b.go', 'package b\n');
 	await assert.rejects(hover('file:///slow.go', 0, source.token), (err) => {
 		assert.equal(err.code, -32800, err.message);
 		return true;
 	});
 	await told; // the server sent $/cancelRequest for its workspace/configuration
 	const result = await hover('file:///b.go', 0);
-	assert.equal(result.contents.value, 'Hi file:///b.go from file:///b.go:1:5');
+	assert.equal(result.contents.value, 'Hi file:///b.go from file:///b.go:1:5\npackage b');
+});
+
+test('a hover on a document that is not open, or below its last line, gets null', { timeout }, async () => {
+	assert.equal(await hover('file:///never-opened.go', 0), null);
+	open('file:///short.go', 'one line');
+	assert.equal(await hoverLine('file:///short.go', 0), 'one line');
+	assert.equal(await hoverLine('file:///short.go', 1), null);
+});
+
+test('didChange with ranges in UTF-16 code units, with the whole text, then didClose', { timeout }, async () => {
+	const uri = 'file:///edit.go';
+	open(uri, 'café 😀 ok\r\nsecond\nthird');
+	change(uri, 2, [
+		{ range: { start: { line: 0, character: 8 }, end: { line: 0, character: 10 } }, text: 'OK' }, // 😀 is 2 units
+		{ range: { start: { line: 1, character: 6 }, end: { line: 2, character: 0 } }, text: ' & ' }, // the changes apply in order
+	]);
+	assert.equal(await hoverLine(uri, 0, 7), 'café 😀 OK');
+	assert.equal(await hoverLine(uri, 1), 'second & third');
+	change(uri, 3, [{ range: { start: { line: 0, character: 4 }, end: { line: 0, character: 99 } }, text: '!' }]); // to the end of the line
+	assert.equal(await hoverLine(uri, 0), 'café!');
+	change(uri, 4, [{ text: 'new\ntext' }]);
+	assert.deepEqual(await Promise.all([hoverLine(uri, 0), hoverLine(uri, 1), hoverLine(uri, 2)]), ['new', 'text', null]);
+	conn.sendNotification('textDocument/didClose', { textDocument: { uri } });
+	assert.equal(await hover(uri, 0), null);
 });
 
 test('shutdown, then exit: requests are refused in between, and the server exits 0', { timeout }, async () => {
