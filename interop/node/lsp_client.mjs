@@ -4,7 +4,9 @@
 // node lsp_client.mjs path/to/lsp-server
 //
 // The checks run in order on one session; the server's standard error is
-// copied to ours, so that a failure shows its logs.
+// copied to ours, so that a failure shows its logs. The random edits of
+// one run are replayed with LSP_EDITS_SEED set to the seed its failure
+// message gives.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -183,6 +185,127 @@ test('didChange with ranges in UTF-16 code units, with the whole text, then didC
 	assert.deepEqual(await Promise.all([hoverLine(uri, 0), hoverLine(uri, 1), hoverLine(uri, 2)]), ['new', 'text', null]);
 	conn.sendNotification('textDocument/didClose', { textDocument: { uri } });
 	assert.equal(await hover(uri, 0), null);
+});
+
+// Text is a local model of a document: its text and the edits LSP makes,
+// with positions in UTF-16 code units, which JavaScript strings count in.
+class Text {
+	static breaks = /\r\n|\r|\n/g;
+
+	constructor(text) {
+		this.text = text;
+	}
+
+	lines() {
+		return this.text.split(Text.breaks);
+	}
+
+	offset({ line, character }) {
+		let start = 0;
+		for (let i = 0; i < line; i++) {
+			Text.breaks.lastIndex = start;
+			const m = Text.breaks.exec(this.text);
+			start = m.index + m[0].length;
+		}
+		return start + character;
+	}
+
+	apply({ range, text }) {
+		this.text = this.text.slice(0, this.offset(range.start)) + text + this.text.slice(this.offset(range.end));
+	}
+}
+
+// random returns a seeded generator of integers in [0, n): xorshift32.
+function random(seed) {
+	let x = seed >>> 0 || 1;
+	return (n) => {
+		x ^= x << 13;
+		x ^= x >>> 17;
+		x ^= x << 5;
+		return (x >>> 0) % n;
+	};
+}
+
+test('2,000 didChanges of incremental edits, with hovers sent between them unawaited: each hover sees exactly the edits sent before it', { timeout }, async () => {
+	const seed = Number(process.env.LSP_EDITS_SEED) || Date.now() % 1e9;
+	const rand = random(seed);
+	const uri = 'file:///edits.go';
+	const model = new Text(Array.from({ length: 40 }, (_, i) => `line ${i}: é😀 x`).join('\n'));
+	const inserts = ['x', 'é', '😀', ' ', 'word', '\n', 'a\nb', '\r\n', '\r', 'ça 😀\n', '日本語', ''];
+
+	// at returns the position of the character on line, moved back out of
+	// a surrogate pair: an editor never splits one.
+	const at = (line, character) => {
+		const code = model.lines()[line].charCodeAt(character - 1);
+		return { line, character: code >= 0xd800 && code <= 0xdbff ? character - 1 : character };
+	};
+	// edit makes a random edit to the model, and returns it: an insertion,
+	// or the deletion or replacement of a few characters, some across a
+	// line break.
+	const edit = () => {
+		const lines = model.lines();
+		const line = rand(lines.length);
+		let start = at(line, rand(lines[line].length + 1));
+		let end = start;
+		const kind = model.text.length > 3000 ? 3 : rand(5); // 0 to 2 insert, 3 deletes, 4 replaces
+		if (kind >= 3) {
+			end = line + 1 < lines.length && rand(4) === 0
+				? at(line + 1, rand(lines[line + 1].length + 1))
+				: at(line, Math.min(start.character + rand(8), lines[line].length));
+			if (model.offset(end) < model.offset(start)) [start, end] = [end, start];
+		}
+		const change = { range: { start, end }, text: kind === 3 ? '' : inserts[rand(inserts.length)] };
+		model.apply(change);
+		return change;
+	};
+
+	// Send everything without waiting: a didChange of one or two edits at a
+	// time, and after every tenth a hover, which should see the model's
+	// text as it is then, after changes[0..changes.length).
+	open(uri, model.text);
+	const history = [model.lines()]; // the lines after each didChange
+	const hovers = [];
+	for (let changes = 1; changes <= 2000; changes++) {
+		change(uri, changes + 1, rand(5) ? [edit()] : [edit(), edit()]);
+		const lines = model.lines();
+		history.push(lines);
+		if (changes % 10 === 0) {
+			const line = rand(lines.length);
+			const got = hoverLine(uri, line, rand(lines[line].length + 1));
+			hovers.push({ changes, line, want: lines[line], got });
+		}
+	}
+	for (const h of hovers) h.got = await h.got;
+
+	// A hover that saw another line: after how many didChanges was that the
+	// line? The nearest count either way.
+	const wrong = hovers.filter((h) => h.got !== h.want);
+	const fewer = [];
+	const more = [];
+	for (const h of wrong) {
+		for (let d = 1; d < history.length; d++) {
+			if (history[h.changes - d]?.[h.line] === h.got) {
+				fewer.push(d);
+				break;
+			}
+			if (history[h.changes + d]?.[h.line] === h.got) {
+				more.push(d);
+				break;
+			}
+		}
+	}
+	assert.equal(
+		wrong.length,
+		0,
+		`seed ${seed}: ${wrong.length} of ${hovers.length} hovers saw another line than the one after the didChanges sent before them: ` +
+			`${fewer.length} as if up to ${Math.max(0, ...fewer)} fewer had been handled, ${more.length} as if up to ${Math.max(0, ...more)} more, ` +
+			`${wrong.length - fewer.length - more.length} a line of no text sent; the first: ${JSON.stringify(wrong[0])}`,
+	);
+
+	// And the whole text, line by line, once every edit is in.
+	const lines = model.lines();
+	const got = await Promise.all([...lines.map((_, i) => hoverLine(uri, i)), hoverLine(uri, lines.length)]);
+	assert.deepEqual(got, [...lines, null], `seed ${seed}`);
 });
 
 test('shutdown, then exit: requests are refused in between, and the server exits 0', { timeout }, async () => {
