@@ -2,14 +2,35 @@
 // standard input and output, with LSP's Content-Length framing, built on
 // package jsonrpc alone.
 //
+// It keeps the documents the editor opens, with incremental sync: the
+// editor sends a document's text with textDocument/didOpen, then only the
+// edits with textDocument/didChange, and textDocument/didClose when it is
+// done with it. A change with a range replaces that range, one without
+// replaces the whole text, and the changes of one didChange apply in
+// order. Positions count lines from 0 (a line ends at "\n", "\r\n" or
+// "\r") and characters in UTF-16 code units, as LSP does by default. A
+// position past the end of its line means the end of the line, and one
+// past the last line the end of the text; a change to a document that is
+// not open is logged and ignored.
+//
 // It answers initialize, textDocument/hover and workspace/executeCommand.
-// A hover asks the editor for the "example" section of its settings with
-// workspace/configuration, a call from the server to the editor on the
-// same connection, and shows its "greeting". The command "example.count"
-// counts to n (default 50), 20 ms a step, reports work done progress on
-// $/progress when the editor gives a workDoneToken, and stops when the
-// editor sends $/cancelRequest, which is answered with -32800. Cancelling
-// a hover cancels its call to the editor too.
+// A hover shows, as plain text, a greeting and, on the line after it, the
+// whole line of the document under the position. The greeting is the
+// "greeting" in the "example" section of the editor's settings, which the
+// server asks for with workspace/configuration, a call from the server to
+// the editor on the same connection. A hover on a document that is not
+// open, or below its last line, gets a null result, as LSP allows. The
+// command "example.count" counts to n (default 50), 20 ms a step, reports
+// work done progress on $/progress when the editor gives a workDoneToken,
+// and stops when the editor sends $/cancelRequest, which is answered with
+// -32800. Cancelling a hover cancels its call to the editor too.
+//
+// The server relies on the order in which package jsonrpc handles what
+// the editor sends: notifications one at a time, in the order they come,
+// and a request only once the notifications before it have been handled.
+// So a hover sees exactly the edits sent before it. A hover reads its
+// line before it calls the editor, since edits sent after the hover may
+// be handled while it waits.
 //
 // It follows LSP's lifecycle: after shutdown every request is refused, and
 // the exit notification (or the end of the input) ends the server, with
@@ -27,6 +48,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +61,13 @@ var logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 type server struct {
 	configuration atomic.Bool // the editor answers workspace/configuration
 	shutdown      atomic.Bool // shutdown has come
+
+	// mu guards docs, the open documents by URI. The order of edits and
+	// hovers comes from package jsonrpc; mu is there because hovers run
+	// side by side, with each other and with the edits that come after
+	// them.
+	mu   sync.Mutex
+	docs map[string]document
 }
 
 type initializeParams struct {
@@ -53,6 +82,7 @@ func (s *server) initialize(ctx context.Context, p initializeParams) (any, error
 	s.configuration.Store(p.Capabilities.Workspace.Configuration)
 	return map[string]any{
 		"capabilities": map[string]any{
+			"textDocumentSync":       map[string]any{"openClose": true, "change": 2}, // incremental
 			"hoverProvider":          true,
 			"executeCommandProvider": map[string]any{"commands": []string{"example.count"}},
 		},
@@ -60,14 +90,52 @@ func (s *server) initialize(ctx context.Context, p initializeParams) (any, error
 	}, nil
 }
 
+// textDocument is what the notifications and the hover say of their
+// document: its URI always, its version and text as the method has them.
+type textDocument struct {
+	URI     string `json:"uri"`
+	Version int    `json:"version"`
+	Text    string `json:"text"`
+}
+
+type documentParams struct {
+	TextDocument   textDocument    `json:"textDocument"`
+	ContentChanges []contentChange `json:"contentChanges"` // didChange's
+}
+
+func (s *server) didOpen(ctx context.Context, p documentParams) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docs[p.TextDocument.URI] = document{text: p.TextDocument.Text, version: p.TextDocument.Version}
+	return nil, nil
+}
+
+func (s *server) didChange(ctx context.Context, p documentParams) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	doc, ok := s.docs[p.TextDocument.URI]
+	if !ok {
+		logger.Warn("didChange to a document that is not open", "uri", p.TextDocument.URI)
+		return nil, nil
+	}
+	for _, c := range p.ContentChanges {
+		doc.text = apply(doc.text, c)
+	}
+	doc.version = p.TextDocument.Version
+	s.docs[p.TextDocument.URI] = doc
+	return nil, nil
+}
+
+func (s *server) didClose(ctx context.Context, p documentParams) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.docs, p.TextDocument.URI)
+	return nil, nil
+}
+
 type hoverParams struct {
-	TextDocument struct {
-		URI string `json:"uri"`
-	} `json:"textDocument"`
-	Position struct {
-		Line      int `json:"line"`
-		Character int `json:"character"`
-	} `json:"position"`
+	TextDocument textDocument `json:"textDocument"`
+	Position     position     `json:"position"`
 }
 
 type settings struct {
@@ -75,6 +143,20 @@ type settings struct {
 }
 
 func (s *server) hover(ctx context.Context, p hoverParams) (any, error) {
+	// The line, first: edits sent after the hover may come while the
+	// editor answers workspace/configuration below.
+	s.mu.Lock()
+	doc, ok := s.docs[p.TextDocument.URI]
+	s.mu.Unlock()
+	if !ok {
+		return nil, nil // not open
+	}
+	start, end, ok := line(doc.text, p.Position.Line)
+	if !ok {
+		return nil, nil // below the last line
+	}
+	under := doc.text[start:end]
+
 	greeting := "Hello"
 	if s.configuration.Load() {
 		var cfg []settings // one per item asked for
@@ -90,7 +172,7 @@ func (s *server) hover(ctx context.Context, p hoverParams) (any, error) {
 			greeting = cfg[0].Greeting
 		}
 	}
-	text := fmt.Sprintf("%s from %s:%d:%d", greeting, p.TextDocument.URI, p.Position.Line+1, p.Position.Character+1)
+	text := fmt.Sprintf("%s from %s:%d:%d\n%s", greeting, p.TextDocument.URI, p.Position.Line+1, p.Position.Character+1, under)
 	return map[string]any{"contents": map[string]string{"kind": "plaintext", "value": text}}, nil
 }
 
@@ -148,10 +230,13 @@ func (s *server) gate(h jsonrpc.Handler) jsonrpc.Handler {
 
 func main() {
 	ctx, exit := context.WithCancel(context.Background())
-	s := new(server)
+	s := &server{docs: make(map[string]document)}
 	mux := new(jsonrpc.Mux)
 	mux.Handle("initialize", jsonrpc.Func(s.initialize))
 	mux.HandleFunc("initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
+	mux.Handle("textDocument/didOpen", jsonrpc.Func(s.didOpen))
+	mux.Handle("textDocument/didChange", jsonrpc.Func(s.didChange))
+	mux.Handle("textDocument/didClose", jsonrpc.Func(s.didClose))
 	mux.Handle("textDocument/hover", jsonrpc.Func(s.hover))
 	mux.Handle("workspace/executeCommand", jsonrpc.Func(s.executeCommand))
 	mux.HandleFunc("shutdown", func(context.Context, *jsonrpc.Request) (any, error) {

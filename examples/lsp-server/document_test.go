@@ -1,0 +1,100 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// change is a contentChange with a range from (l1, c1) to (l2, c2).
+func change(l1, c1, l2, c2 int, text string) contentChange {
+	return contentChange{Range: &textRange{Start: position{l1, c1}, End: position{l2, c2}}, Text: text}
+}
+
+func TestApply(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		text   string
+		change contentChange
+		want   string
+	}{
+		{"insert", "hello world", change(0, 5, 0, 5, ","), "hello, world"},
+		{"insert at the start", "abc", change(0, 0, 0, 0, ">"), ">abc"},
+		{"insert at the end", "abc\n", change(1, 0, 1, 0, "d"), "abc\nd"},
+		{"insert into an empty text", "", change(0, 0, 0, 0, "x"), "x"},
+		{"insert lines", "ab", change(0, 1, 0, 1, "\n-\n"), "a\n-\nb"},
+		{"delete", "hello world", change(0, 5, 0, 11, ""), "hello"},
+		{"delete a line break", "ab\ncd", change(0, 2, 1, 0, ""), "abcd"},
+		{"replace across lines", "one\ntwo\nthree", change(0, 1, 2, 3, "ops\nt"), "oops\ntee"},
+		{"replace a whole line", "a\nb\nc", change(1, 0, 2, 0, "B\n"), "a\nB\nc"},
+		{"full replace", "old\ntext", contentChange{Text: "new"}, "new"},
+		{"full replace with nothing", "old", contentChange{}, ""},
+
+		// A character is a UTF-16 code unit: é is one, 😀 two.
+		{"after é", "café au lait", change(0, 4, 0, 4, "!"), "café! au lait"},
+		{"replace é", "café", change(0, 3, 0, 4, "e"), "cafe"},
+		{"after a surrogate pair", "a😀b", change(0, 3, 0, 3, "|"), "a😀|b"},
+		{"delete a surrogate pair", "a😀b", change(0, 1, 0, 3, ""), "ab"},
+		{"on the second line of non-ASCII", "é😀\né😀x", change(1, 3, 1, 4, "y"), "é😀\né😀y"},
+		{"inside a surrogate pair means its start", "a😀b", change(0, 2, 0, 2, "|"), "a|😀b"},
+
+		// A line ends at "\n", "\r\n" or "\r".
+		{"CRLF", "ab\r\ncd", change(1, 1, 1, 1, "|"), "ab\r\nc|d"},
+		{"CRLF: the end of a line is before its line break", "ab\r\ncd", change(0, 9, 0, 9, "|"), "ab|\r\ncd"},
+		{"CRLF: delete a line break", "ab\r\ncd", change(0, 2, 1, 0, ""), "abcd"},
+		{"CR", "ab\rcd\ref", change(2, 0, 2, 1, "E"), "ab\rcd\rEf"},
+		{"LF CR is two line breaks", "a\n\rb", change(2, 0, 2, 0, "|"), "a\n\r|b"},
+
+		// Positions past the end are clamped; a reversed range is turned round.
+		{"past the end of a line", "ab\ncd", change(0, 10, 0, 10, "|"), "ab|\ncd"},
+		{"past the last line", "ab\ncd", change(5, 0, 9, 9, "|"), "ab\ncd|"},
+		{"to past the last line", "ab\ncd", change(0, 1, 9, 0, ""), "a"},
+		{"reversed range", "hello world", change(0, 11, 0, 5, ""), "hello"},
+		{"negative", "abc", change(-1, -1, 0, 1, ""), "bc"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, apply(tc.text, tc.change))
+		})
+	}
+}
+
+func TestApplyInOrder(t *testing.T) {
+	text := "one\ntwo"
+	for _, c := range []contentChange{
+		change(1, 0, 1, 3, "2"),  // one\n2
+		change(0, 0, 0, 3, "1"),  // 1\n2
+		change(1, 1, 1, 1, "\n"), // 1\n2\n
+		change(2, 0, 2, 0, "3"),  // 1\n2\n3
+	} {
+		text = apply(text, c)
+	}
+	assert.Equal(t, "1\n2\n3", text)
+}
+
+func TestLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		text string
+		n    int
+		want string // "<none>" if text has no line n
+	}{
+		{"first", "a\nb", 0, "a"},
+		{"last", "a\nb", 1, "b"},
+		{"past the last", "a\nb", 2, "<none>"},
+		{"empty last line", "a\n", 1, ""},
+		{"empty text", "", 0, ""},
+		{"CRLF", "a\r\nb\r\nc", 1, "b"},
+		{"CR", "a\rb", 1, "b"},
+		{"empty CRLF line", "a\r\n\r\nb", 1, ""},
+		{"non-ASCII", "é\n😀 x\n", 1, "😀 x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start, end, ok := line(tc.text, tc.n)
+			got := "<none>"
+			if ok {
+				got = tc.text[start:end]
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
