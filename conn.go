@@ -575,7 +575,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	if len(u.tasks) == 0 {
 		return true
 	}
-	if u.slow() || u.serial && c.offReaders.Load() > 0 {
+	if u.slow() || u.order&stateSerial != 0 && c.offReaders.Load() > 0 {
 		// Off the reader, or, in order, after the requests running off
 		// it.
 		c.enqueue(rs, line, false)
@@ -586,13 +586,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	rs.current.Store(0)
 	rs.bufSize.Store(int64(cap(c.in.buf)))
 	seq := rs.state.Load()>>stateSeq + 1
-	busy := seq<<stateSeq | stateBusy
-	if u.serial {
-		busy |= stateSerial
-	}
-	if u.free {
-		busy |= stateFree
-	}
+	busy := seq<<stateSeq | stateBusy | u.order
 	rs.state.Store(busy)
 	c.arm()
 	c.runUnit(u, rs)

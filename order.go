@@ -95,14 +95,14 @@ func (oc *orderConfig) serial(method string, notification bool) bool {
 // mustWaitLocked reports whether u, about to run off the reader, has to
 // wait for the units before it.
 func (c *conn) mustWaitLocked(u *unit) bool {
-	return !u.free && (len(c.ordered) > 0 || c.offWrite || u.serial && c.offReaders.Load() > 0)
+	return !u.free() && (len(c.ordered) > 0 || c.offWrite || u.serial() && c.offReaders.Load() > 0)
 }
 
 // admitLocked counts u among the units that run off the reader, unless it
 // is outside the order.
 func (c *conn) admitLocked(u *unit) {
-	if !u.free {
-		c.admitSerialLocked(u.serial)
+	if !u.free() {
+		c.admitSerialLocked(u.serial())
 	}
 }
 
@@ -119,12 +119,12 @@ func (c *conn) admitSerialLocked(serial bool) {
 // the units waiting that may run now: it runs the first of them itself
 // (its caller holds a slot) and starts the others.
 func (c *conn) finishUnit(u *unit) {
-	if u.free {
+	if u.free() {
 		return
 	}
 	for u != nil {
 		c.mu.Lock()
-		if u.serial {
+		if u.serial() {
 			c.offWrite = false
 		} else {
 			c.offReaders.Add(-1)
@@ -132,7 +132,7 @@ func (c *conn) finishUnit(u *unit) {
 		var next *unit
 		for len(c.ordered) > 0 && !c.isAborted() {
 			f := c.ordered[0]
-			if c.offWrite || f.serial && c.offReaders.Load() > 0 {
+			if c.offWrite || f.serial() && c.offReaders.Load() > 0 {
 				break
 			}
 			c.ordered[0] = nil

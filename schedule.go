@@ -149,6 +149,11 @@ func (rs *readState) intern(c *conn, b []byte) *method {
 	if m, ok := rs.names[string(b)]; ok {
 		return m
 	}
+	return rs.learn(c, b)
+}
+
+// learn makes what is known of a method on its first message.
+func (rs *readState) learn(c *conn, b []byte) *method {
 	m := &method{name: string(b)}
 	m.serialNote = c.order.serial(m.name, true)
 	m.serialCall = c.order.serial(m.name, false)
@@ -162,24 +167,35 @@ func (rs *readState) intern(c *conn, b []byte) *method {
 // unit is the work of one line: a single request, or the entries of a
 // batch in order.
 type unit struct {
-	tasks  []task
-	batch  bool
-	serial bool // handled in order (see Order): the units after it wait for it
-	free   bool // outside the order: all its messages are for methods Order.Concurrent names
-	cost   int  // bytes held against the connection's budget until it ends
+	tasks []task
+	batch bool
+	// order is where it stands in the order (see Order): stateSerial if
+	// it is handled in order, the units after it waiting for it;
+	// stateFree if it is outside the order, all its messages being for
+	// methods that Order.Concurrent names.
+	order uint64
+	cost  int // bytes held against the connection's budget until it ends
 }
 
 // task is one request of a unit.
 type task struct {
-	req    Request
-	params []byte // the params as scanned, which middleware may replace in req
-	ctx    *reqCtx
-	method *method
-	preErr *Error   // answer with this and do not run
-	enc    *encoder // holds the encoded result until it is written
+	req     Request
+	params  []byte // the params as scanned, which middleware may replace in req
+	ctx     *reqCtx
+	method  *method
+	preErr  *Error   // answer with this and do not run
+	handler Handler  // the Mux's handler, if looked up already
+	enc     *encoder // holds the encoded result until it is written
 
 	scratch [24]byte // holds a result that Func encoded, until it is written
 }
+
+// serial reports whether u is handled in order: the units after it wait
+// for it.
+func (u *unit) serial() bool { return u.order&stateSerial != 0 }
+
+// free reports whether u is outside the order.
+func (u *unit) free() bool { return u.order&stateFree != 0 }
 
 // slow reports whether any task of u is for a method marked slow.
 func (u *unit) slow() bool {
@@ -200,7 +216,7 @@ func (u *unit) slow() bool {
 func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
 	u.tasks = u.tasks[:0]
 	u.batch = kind == lineBatch
-	u.serial, u.free = false, true
+	u.order = stateFree
 	if kind == lineObject {
 		c.addTask(rs, u, &rs.env, false)
 	} else {
@@ -236,18 +252,24 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	u.tasks = append(u.tasks, task{})
 	t := &u.tasks[len(u.tasks)-1]
 	t.method = rs.intern(c, methodName(e.method))
+	m := t.method
+	if !m.free {
+		u.order &^= stateFree
+	}
 	switch {
-	case t.method.free:
 	case e.id != nil:
-		u.free = false
-		u.serial = u.serial || t.method.serialCall
-	case t.method.serialNote && (c.mux == nil || t.method.handler(c.mux) != nil):
+		if m.serialCall {
+			u.order |= stateSerial
+		}
+	case !m.serialNote:
+	case c.mux == nil:
+		u.order |= stateSerial
+	default:
 		// A notification that no handler takes changes nothing, and so
 		// holds nothing up.
-		u.free = false
-		u.serial = true
-	default:
-		u.free = false
+		if t.handler = m.handler(c.mux); t.handler != nil {
+			u.order |= stateSerial
+		}
 	}
 	t.req.Method = t.method.name
 	if e.id != nil {
@@ -851,7 +873,10 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	}()
 	h := c.handler
 	if c.mux != nil {
-		if h = t.method.handler(c.mux); h == nil {
+		if h = t.handler; h == nil {
+			h = t.method.handler(c.mux)
+		}
+		if h == nil {
 			return nil, ErrMethodNotFound, true
 		}
 	}

@@ -48,6 +48,9 @@ func TestExamples(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, tc.script, exe)
 			cmd.Dir = nodeDir
+			// A program built with -race sleeps a second before it exits,
+			// which the checks of how soon it exits would count.
+			cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 			cmd.WaitDelay = 5 * time.Second // bounds the wait for output once ctx has killed node
 			out, err := cmd.CombinedOutput()
 			require.NoErrorf(t, err, "node %s %s:\n%s", tc.script, tc.example, out)

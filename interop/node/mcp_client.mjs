@@ -19,7 +19,9 @@ const roots = [
 	{ uri: 'file:///work/beta', name: 'beta' },
 ];
 
-const transport = new StdioClientTransport({ command: server, stderr: 'pipe' });
+// GORACE reaches a server built with -race (see examples_test.go): the race
+// runtime otherwise sleeps a second before it exits.
+const transport = new StdioClientTransport({ command: server, stderr: 'pipe', env: { GORACE: process.env.GORACE ?? '' } });
 const stderr = new LogWatch(transport.stderr);
 const client = new Client({ name: 'interop', version: '1.0.0' }, { capabilities: { roots: {} } });
 // The client's roots. While held is set, a roots/list is held until the
