@@ -73,9 +73,25 @@ type ClientOptions struct {
 	// arrives.
 	NoCancelRequest bool
 
-	// Cancel is the cancel convention in both directions; the zero value
-	// is LSP's "$/cancelRequest" (see [Cancellation]).
+	// Cancel is the cancel convention: the notification sent when the
+	// context of a call ends, and, unless AcceptCancel is set, the one
+	// the peer sends; the zero value is LSP's "$/cancelRequest" (see
+	// [Cancellation]).
 	Cancel Cancellation
+
+	// AcceptCancel, if not empty, lists the cancel notifications accepted
+	// from the peer instead of Cancel's, for a server whose clients speak
+	// different conventions (LSP's and MCP's, say).
+	AcceptCancel []Cancellation
+
+	// OnCancel, if set, is called on the reading goroutine for each cancel
+	// notification from the peer, once it has taken effect, with the
+	// cancel (the cause of the cancelled handlers' contexts) and what it
+	// reached: the requests with its id that were running (their contexts
+	// are cancelled) and those that had not started (they will not run).
+	// Both zero means that no request with that id was in flight: it had
+	// been answered already, or was never sent. It must not block.
+	OnCancel func(cancel *CancelError, running, queued int)
 
 	// Framing delimits messages; nil means [LineFraming].
 	Framing Framing
@@ -134,6 +150,8 @@ func (o *ClientOptions) config() *config {
 		noCancel:     o.NoCancelRequest,
 		grace:        o.CancelGrace,
 		order:        o.Order,
+		cancelIn:     o.AcceptCancel,
+		onCancel:     o.OnCancel,
 		onNotify:     o.OnNotify,
 		onUnknown:    o.OnUnknownResponse,
 		drainGrace:   true,

@@ -14,45 +14,6 @@ import (
 	"time"
 )
 
-// A Cancellation says how a connection cancels requests in both
-// directions: the notification the peer sends to cancel one of its
-// requests, and that this side sends when the context of one of its own
-// calls ends. The zero Cancellation is the Language Server Protocol's
-// {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}, with the
-// cancelled request answered [CodeRequestCancelled]. The Model Context
-// Protocol's is
-//
-//	jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true}
-//
-// A cancel takes effect whenever it comes: a request still waiting for a
-// slot never runs, and a running one has its context cancelled.
-type Cancellation struct {
-	// Method is the cancel notification's method; "" means
-	// [CancelMethod].
-	Method string
-	// IDMember is the member of the notification's params that holds the
-	// id of the request to cancel; "" means "id".
-	IDMember string
-	// Unanswered makes a request that the peer cancelled get no response
-	// at all, whatever its handler returns, as MCP asks; otherwise it is
-	// answered, with CodeRequestCancelled if its handler fails.
-	Unanswered bool
-}
-
-func (cc Cancellation) method() string {
-	if cc.Method == "" {
-		return CancelMethod
-	}
-	return cc.Method
-}
-
-func (cc Cancellation) idMember() string {
-	if cc.IDMember == "" {
-		return "id"
-	}
-	return cc.IDMember
-}
-
 // config is what sets up a connection: the fields of a [Server],
 // [ClientOptions] or [ConnOptions].
 type config struct {
@@ -67,6 +28,8 @@ type config struct {
 	streamBuffer int
 	hideDetail   bool
 	noCancel     bool
+	cancelIn     []Cancellation
+	onCancel     func(*CancelError, int, int)
 	grace        time.Duration
 	onNotify     func(*Request)  // notifications in order, on the reader
 	onUnknown    func(*Response) // responses that match no call
@@ -100,7 +63,8 @@ type conn struct {
 	seen       atomic.Uint64 // messages read, counted while idle is set
 
 	cancelConv   Cancellation
-	cancelQuoted string // the cancel method as a JSON string
+	cancelIns    []incomingCancel // the cancel notifications the peer may send
+	onCancel     func(*CancelError, int, int)
 	noCancel     bool
 	onNotify     func(*Request)
 	onUnknown    func(*Response)
@@ -181,6 +145,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		quiet:        cfg.quiet,
 		cancelConv:   cfg.cancel,
 		noCancel:     cfg.noCancel,
+		onCancel:     cfg.onCancel,
 		onNotify:     cfg.onNotify,
 		onUnknown:    cfg.onUnknown,
 		streamBuffer: cfg.streamBuffer,
@@ -195,10 +160,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	if c.encoders == nil {
 		c.encoders = new(encoders)
 	}
-	c.cancelQuoted = `"` + CancelMethod + `"`
-	if c.cancelConv.Method != "" {
-		c.cancelQuoted = string(appendString(nil, c.cancelConv.method()))
-	}
+	c.cancelIns = incomingCancels(cfg.cancel, cfg.cancelIn)
 	if c.streamBuffer <= 0 {
 		c.streamBuffer = DefaultMaxStreamBuffer
 	}
@@ -643,7 +605,8 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 	if bytes.IndexByte(name, '\\') >= 0 {
 		name = appendString(nil, string(methodName(name))) // written with escapes
 	}
-	cancel := string(name) == c.cancelQuoted
+	in := c.cancelIn(name)
+	cancel := in != nil
 	item := !cancel && string(name) == `"`+StreamMethod+`"`
 	if !cancel && !item && c.onNotify == nil || e.checkRequest() != "" {
 		return false
@@ -651,7 +614,7 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 	switch {
 	case cancel:
 		if act {
-			c.cancelFrom(rs, e.params)
+			c.cancelFrom(rs, in, e.params)
 		}
 		return true
 	case item && c.streamItem(e.params, act):
@@ -663,42 +626,4 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 		return true
 	}
 	return false
-}
-
-// cancelFrom handles the params of a cancel notification: it cancels the
-// context of every request in flight with that id. A request that has not
-// started yet will not run; unless it is part of a batch, it is answered
-// with CodeRequestCancelled at once.
-func (c *conn) cancelFrom(rs *readState, params []byte) {
-	if len(params) == 0 || params[0] != '{' {
-		return
-	}
-	var id []byte
-	if member := c.cancelConv.idMember(); member == "id" {
-		e := &rs.cancel
-		e.reset()
-		if _, ok := scanObject(params, 0, e); !ok {
-			return
-		}
-		id = e.id
-	} else {
-		id = memberValue(params, member)
-	}
-	if id == nil || !validID(id) {
-		return
-	}
-	c.mu.Lock()
-	list := c.takeActiveLocked(string(id))
-	c.mu.Unlock()
-	// The list is out of the table and every request in it settled, so
-	// it is this goroutine's.
-	for _, rc := range list {
-		old := rc.flags.Or(flagPeerCancelled)
-		if old&(flagStarted|flagPeerCancelled|flagInline|flagInBatch) == 0 {
-			if rc.flags.Or(flagAnswered)&flagStarted == 0 && !c.cancelConv.Unanswered {
-				c.writeError([]byte(rc.id), ErrRequestCancelled)
-			}
-		}
-		rc.cancel(context.Canceled)
-	}
 }

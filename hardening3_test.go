@@ -133,12 +133,15 @@ func TestSharedIDLinear(t *testing.T) {
 func TestSharedIDCancelsLinear(t *testing.T) {
 	checkLeaks(t)
 	const n = 200_000
-	gate, holding := make(chan struct{}), make(chan struct{})
+	gate, holding, warm := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("hold", func(context.Context, *jsonrpc.Request) (any, error) {
 		if first.CompareAndSwap(false, true) {
-			time.Sleep(3 * time.Millisecond) // marks the method slow
+			// Held until reading has been handed on, which marks the
+			// method slow: a batch holding it is then queued whole, its
+			// requests all in reach of cancels.
+			<-warm
 			return "warm", nil
 		}
 		close(holding)
@@ -154,8 +157,10 @@ func TestSharedIDCancelsLinear(t *testing.T) {
 		}
 	}()
 
-	_, err := io.WriteString(in, `{"jsonrpc":"2.0","id":"warm","method":"hold"}`+"\n")
+	_, err := io.WriteString(in, `{"jsonrpc":"2.0","id":"warm","method":"hold"}`+"\n"+`{"jsonrpc":"2.0","id":"read","method":"x"}`+"\n")
 	require.NoError(t, err)
+	require.JSONEq(t, `{"jsonrpc":"2.0","id":"read","result":"x"}`, h3Recv(t, lines, "an answer read past the warm-up"))
+	close(warm)
 	require.JSONEq(t, `{"jsonrpc":"2.0","id":"warm","result":"warm"}`, h3Recv(t, lines, "the warm-up"))
 
 	_, err = io.WriteString(in, sharedIDBatch("hold", n))

@@ -6,7 +6,6 @@ package jsonrpc
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -42,12 +41,12 @@ type reqCtx struct {
 	pos    int32 // guarded by conn.mu: its place in conn.active plus one, 0 if none, or posSettled
 }
 
-// armedCtx is the part of a reqCtx made on demand.
+// armedCtx is the part of a reqCtx made on demand: a context of the
+// standard library's, so that context.Cause and the contexts derived from
+// it work as for any other.
 type armedCtx struct {
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
-	stop func() bool
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	// Guarded by conn.mu (see leaveSlot): the calls to the peer its
 	// handler waits for, and whether it gave up its slot meanwhile.
@@ -66,6 +65,7 @@ const (
 	flagEnded                     // the handler returned
 	flagInline                    // running (or about to) on a handed-off reader
 	flagInBatch                   // an entry of a batch
+	flagUnanswered                // cancelled by a convention that wants no answer
 )
 
 var _ context.Context = (*reqCtx)(nil)
@@ -85,33 +85,23 @@ func (rc *reqCtx) arm() *armedCtx {
 	if a := rc.armed.Load(); a != nil {
 		return a
 	}
-	rc.armed.CompareAndSwap(nil, new(armedCtx))
-	return rc.armed.Load()
+	ctx, cancel := context.WithCancelCause(rc.conn.ctx)
+	a := &armedCtx{ctx: ctx, cancel: cancel}
+	if !rc.armed.CompareAndSwap(nil, a) {
+		cancel(nil)
+		return rc.armed.Load()
+	}
+	// end stores flagEnded before it reads armed: one of the two sees
+	// the other.
+	if rc.flags.Load()&flagEnded != 0 {
+		cancel(context.Canceled)
+	}
+	return a
 }
 
 // Done returns a channel closed when the request is cancelled, its handler
 // returns, or the connection stops.
-func (rc *reqCtx) Done() <-chan struct{} {
-	a := rc.arm()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.done == nil {
-		a.done = make(chan struct{})
-		parent := rc.conn.ctx
-		if a.err == nil && rc.flags.Load()&flagEnded != 0 {
-			a.err = context.Canceled
-		}
-		if a.err == nil && parent.Err() != nil {
-			a.err = context.Cause(parent)
-		}
-		if a.err != nil {
-			close(a.done)
-		} else if parent.Done() != nil {
-			a.stop = context.AfterFunc(parent, func() { rc.cancel(context.Cause(parent)) })
-		}
-	}
-	return a.done
-}
+func (rc *reqCtx) Done() <-chan struct{} { return rc.arm().ctx.Done() }
 
 // Err reports why the context ended, or nil.
 func (rc *reqCtx) Err() error {
@@ -119,51 +109,33 @@ func (rc *reqCtx) Err() error {
 		return context.Canceled
 	}
 	if a := rc.armed.Load(); a != nil {
-		a.mu.Lock()
-		err := a.err
-		a.mu.Unlock()
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return context.DeadlineExceeded
-			}
-			return context.Canceled
-		}
+		return a.ctx.Err()
 	}
 	return rc.conn.ctx.Err()
 }
 
 // Value returns the sender for the package's key, and otherwise looks in
-// the context Serve was given.
+// the context Serve was given. The key by which context.Cause finds the
+// nearest cancellable context is an *int of package context's: that one
+// is looked up in the armed context, whose cause is the request's.
 func (rc *reqCtx) Value(key any) any {
 	if key == (senderKey{}) {
 		return rc
 	}
+	if _, ok := key.(*int); ok {
+		return rc.arm().ctx.Value(key)
+	}
 	return rc.conn.ctx.Value(key)
 }
 
-// cancel ends the context with err, unless it has already ended.
-func (rc *reqCtx) cancel(err error) {
-	a := rc.arm()
-	a.mu.Lock()
-	if a.err == nil {
-		a.err = err
-		if a.done != nil {
-			close(a.done)
-		}
-	}
-	stop := a.stop
-	a.stop = nil
-	a.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
+// cancel ends the context with cause, unless it has already ended.
+func (rc *reqCtx) cancel(cause error) { rc.arm().cancel(cause) }
 
 // end marks the handler returned; only an armed context has more to do.
 func (rc *reqCtx) end() {
 	rc.flags.Or(flagEnded)
-	if rc.armed.Load() != nil {
-		rc.cancel(context.Canceled)
+	if a := rc.armed.Load(); a != nil {
+		a.cancel(context.Canceled)
 	}
 }
 

@@ -856,7 +856,7 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	}
 	if old != 0 {
 		rc.end()
-		if old&flagAnswered != 0 || c.cancelConv.Unanswered {
+		if old&flagAnswered != 0 || rc.flags.Load()&flagUnanswered != 0 {
 			return nil, nil, false
 		}
 		return nil, ErrRequestCancelled, true
@@ -898,7 +898,7 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 		}
 		raw, isRaw = v.(json.RawMessage)
 	}
-	if c.cancelConv.Unanswered && rc.flags.Load()&flagPeerCancelled != 0 {
+	if rc.flags.Load()&flagUnanswered != 0 {
 		return nil, nil, false // cancelled by the peer, which wants no answer
 	}
 	if err != nil {

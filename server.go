@@ -92,11 +92,25 @@ type Server struct {
 	// [Order]).
 	Order Order
 
-	// Cancel is the cancel convention in both directions: the
-	// notification the peer sends to cancel a request, and the one sent
-	// when a handler's call to the peer (see [Call]) is cancelled. The
+	// Cancel is the cancel convention: the notification sent when a
+	// handler's call to the peer (see [Call]) is cancelled, and, unless
+	// AcceptCancel is set, the one the peer sends to cancel a request. The
 	// zero value is LSP's "$/cancelRequest".
 	Cancel Cancellation
+
+	// AcceptCancel, if not empty, lists the cancel notifications accepted
+	// from the peer instead of Cancel's, for a server whose clients speak
+	// different conventions (LSP's and MCP's, say).
+	AcceptCancel []Cancellation
+
+	// OnCancel, if set, is called on the reading goroutine for each cancel
+	// notification from the peer, once it has taken effect, with the
+	// cancel (the cause of the cancelled handlers' contexts) and what it
+	// reached: the requests with its id that were running (their contexts
+	// are cancelled) and those that had not started (they will not run).
+	// Both zero means that no request with that id was in flight: it had
+	// been answered already, or was never sent. It must not block.
+	OnCancel func(cancel *CancelError, running, queued int)
 
 	// HideErrorDetail withholds the "detail" (the error text) from the
 	// Internal error that a plain Go error or a panic becomes, for
@@ -199,6 +213,8 @@ func (s *Server) config() *config {
 		hideDetail: s.HideErrorDetail,
 		grace:      s.CancelGrace,
 		order:      s.Order,
+		cancelIn:   s.AcceptCancel,
+		onCancel:   s.OnCancel,
 		encoders:   &s.encoders,
 	}
 }

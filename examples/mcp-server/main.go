@@ -175,7 +175,14 @@ func count(ctx context.Context, p callParams) (string, error) {
 	for i := 1; i <= args.N; i++ {
 		select {
 		case <-ctx.Done():
-			logger.Info("count cancelled", "step", i, "of", args.N)
+			// The cause says who cancelled: the client, with its reason,
+			// or the end of the connection.
+			why := context.Cause(ctx).Error()
+			var ce *jsonrpc.CancelError
+			if errors.As(context.Cause(ctx), &ce) {
+				why = "client: " + ce.Reason()
+			}
+			logger.Info("count cancelled", "step", i, "of", args.N, "why", why)
 			return "", ctx.Err()
 		case <-tick.C:
 		}
@@ -227,6 +234,13 @@ func main() {
 		Handler: mux,
 		Logger:  logger,
 		Cancel:  jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true},
+		// Cancels that come before their request started, or after it
+		// was answered, are logged too.
+		OnCancel: func(ce *jsonrpc.CancelError, running, queued int) {
+			if running == 0 {
+				logger.Info("cancel", "id", ce.ID.String(), "reason", ce.Reason(), "queued", queued)
+			}
+		},
 		// When the client closes our input, a tool still running gets
 		// 300 ms to finish, then is cancelled: MCP clients send SIGTERM
 		// a few seconds after they close a server's input.

@@ -136,7 +136,7 @@ test('aborting a call stops the tool on the server, and it is not answered', { t
 		},
 	});
 	await assert.rejects(call, /enough/);
-	const m = await stderr.waitFor(/msg="count cancelled" step=(\d+) of=1000/);
+	const m = await stderr.waitFor(/msg="count cancelled" step=(\d+) of=1000 why="client: enough"/);
 	const step = Number(m[1]);
 	assert.ok(step >= 3 && step < 1000, `cancelled at step ${step}`);
 	// The server still serves.

@@ -1,0 +1,191 @@
+package jsonrpc
+
+// This file holds the cancel conventions: cancel notifications from the
+// peer, what they reach, and how a handler and the application learn of
+// them.
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+)
+
+// A Cancellation is a convention for cancelling requests: the notification
+// that cancels a request, and what becomes of the request. A connection
+// sends one when the context of one of its calls ends, and accepts one or
+// more from the peer. The zero Cancellation is the Language Server Protocol's
+// {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}, with the
+// cancelled request answered [CodeRequestCancelled]. The Model Context
+// Protocol's is
+//
+//	jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true}
+//
+// A cancel from the peer takes effect whenever it comes: a request still
+// waiting never runs, and a running one has its context cancelled, with a
+// [*CancelError] as the cause.
+type Cancellation struct {
+	// Method is the cancel notification's method; "" means
+	// [CancelMethod].
+	Method string
+	// IDMember is the member of the notification's params that holds the
+	// id of the request to cancel; "" means "id".
+	IDMember string
+	// Unanswered makes a request that the peer cancelled get no response
+	// at all, whatever its handler returns, as MCP asks; otherwise it is
+	// answered, with CodeRequestCancelled if its handler fails.
+	Unanswered bool
+}
+
+func (cc Cancellation) method() string {
+	if cc.Method == "" {
+		return CancelMethod
+	}
+	return cc.Method
+}
+
+func (cc Cancellation) idMember() string {
+	if cc.IDMember == "" {
+		return "id"
+	}
+	return cc.IDMember
+}
+
+// A CancelError is the cancel notification by which the peer cancelled a
+// request. It is the cause of the context of the request's handler (see
+// [context.Cause]), and matches [context.Canceled] under errors.Is, so that
+// a handler tells a cancel of the peer's from the end of the connection
+// (whose cause wraps [ErrPeerClosed] or [ErrClosed]) and can read why:
+//
+//	var ce *jsonrpc.CancelError
+//	if errors.As(context.Cause(ctx), &ce) {
+//		log.Printf("cancelled by the client: %s", ce.Reason())
+//	}
+//
+// A CancelError must not be changed.
+type CancelError struct {
+	// Method is the method of the cancel notification, such as
+	// "$/cancelRequest" or "notifications/cancelled".
+	Method string
+	// ID is the id of the request it cancels.
+	ID ID
+	// Params are the notification's params, as sent.
+	Params json.RawMessage
+}
+
+func (e *CancelError) Error() string {
+	msg := "jsonrpc: request " + e.ID.String() + " cancelled by the peer"
+	if r := e.Reason(); r != "" {
+		msg += ": " + r
+	}
+	return msg
+}
+
+// Unwrap returns [context.Canceled].
+func (e *CancelError) Unwrap() error { return context.Canceled }
+
+// Reason returns the "reason" member of the notification's params when it
+// is a string, as in MCP's notifications/cancelled, and "" otherwise.
+func (e *CancelError) Reason() string {
+	raw := memberValue(e.Params, "reason")
+	if len(raw) < 2 || raw[0] != '"' {
+		return ""
+	}
+	var r string
+	if json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	return r
+}
+
+// incomingCancel is a cancel notification that a connection accepts.
+type incomingCancel struct {
+	quoted string // the method as a JSON string
+	conv   Cancellation
+}
+
+// incomingCancels returns the cancel notifications a connection accepts:
+// those of in, or else that of out.
+func incomingCancels(out Cancellation, in []Cancellation) []incomingCancel {
+	if len(in) == 0 {
+		in = []Cancellation{out}
+	}
+	ics := make([]incomingCancel, len(in))
+	for i, cc := range in {
+		ics[i] = incomingCancel{quoted: string(appendString(nil, cc.method())), conv: cc}
+	}
+	return ics
+}
+
+// cancelIn returns the convention whose cancel notification has the
+// method name (as a JSON string), or nil.
+func (c *conn) cancelIn(name []byte) *incomingCancel {
+	for i := range c.cancelIns {
+		if string(name) == c.cancelIns[i].quoted {
+			return &c.cancelIns[i]
+		}
+	}
+	return nil
+}
+
+// cancelFrom handles the params of a cancel notification of convention in:
+// it cancels the context of every request in flight with that id, with a
+// *CancelError as the cause. A request that has not started yet will not
+// run; unless it is part of a batch or the convention leaves it
+// unanswered, it is answered with CodeRequestCancelled at once. OnCancel
+// then learns what the cancel reached.
+func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte) {
+	if len(params) == 0 || params[0] != '{' {
+		return
+	}
+	var id []byte
+	if member := in.conv.idMember(); member == "id" {
+		e := &rs.cancel
+		e.reset()
+		if _, ok := scanObject(params, 0, e); !ok {
+			return
+		}
+		id = e.id
+	} else {
+		id = memberValue(params, member)
+	}
+	if id == nil || !validID(id) {
+		return
+	}
+	c.mu.Lock()
+	list := c.takeActiveLocked(string(id))
+	c.mu.Unlock()
+	cause := &CancelError{Method: in.conv.method(), ID: ID{raw: string(id)}, Params: append(json.RawMessage(nil), params...)}
+	mark := uint32(flagPeerCancelled)
+	if in.conv.Unanswered {
+		mark |= flagUnanswered
+	}
+	// The list is out of the table and every request in it settled, so
+	// it is this goroutine's.
+	running, queued := 0, 0
+	for _, rc := range list {
+		old := rc.flags.Or(mark)
+		if old&flagPeerCancelled != 0 {
+			continue // cancelled already
+		}
+		switch {
+		case old&(flagStarted|flagInline) != 0:
+			running++
+		case old&flagInBatch != 0:
+			queued++ // answered when its batch comes to it
+		case rc.flags.Or(flagAnswered)&flagStarted == 0:
+			queued++
+			if !in.conv.Unanswered {
+				c.writeError([]byte(rc.id), ErrRequestCancelled)
+			}
+		default:
+			running++ // it started meanwhile
+		}
+		rc.cancel(cause)
+	}
+	if running+queued == 0 {
+		c.log.Debug("jsonrpc: a cancel reached no request in flight", slog.String("id", string(id)))
+	}
+	if c.onCancel != nil {
+		c.onCancel(cause, running, queued)
+	}
+}

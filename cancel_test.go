@@ -1,0 +1,220 @@
+package jsonrpc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// mcpCancel is the Model Context Protocol's cancel convention.
+var mcpCancel = jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true}
+
+// cancelSeen is what OnCancel was told, once per cancel notification.
+type cancelSeen struct {
+	id, method, reason string
+	running, queued    int
+}
+
+// cancelRecorder returns an OnCancel that sends what it is told on a
+// channel.
+func cancelRecorder() (func(*jsonrpc.CancelError, int, int), <-chan cancelSeen) {
+	ch := make(chan cancelSeen, 16)
+	return func(ce *jsonrpc.CancelError, running, queued int) {
+		ch <- cancelSeen{ce.ID.String(), ce.Method, ce.Reason(), running, queued}
+	}, ch
+}
+
+// TestCancelVisible checks that a handler learns why it was cancelled
+// (context.Cause is a *CancelError with the notification's params, which
+// still matches context.Canceled), and that OnCancel learns of every
+// cancel: of a running request, of a queued one, and of an id that no
+// request in flight has.
+func TestCancelVisible(t *testing.T) {
+	checkLeaks(t)
+	causes := make(chan error, 1)
+	started := make(chan struct{}, 1)
+	gate := make(chan struct{})
+	var once sync.Once
+	defer once.Do(func() { close(gate) })
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	mux.HandleFunc("block", func(context.Context, *jsonrpc.Request) (any, error) {
+		started <- struct{}{}
+		<-gate
+		return "unblocked", nil
+	})
+	mux.HandleFunc("never", func(context.Context, *jsonrpc.Request) (any, error) {
+		t.Error("a request cancelled while queued ran")
+		return nil, nil
+	})
+	onCancel, seen := cancelRecorder()
+	var log lockedBuffer
+	in, lines := h3Server(t, &jsonrpc.Server{
+		Handler:     mux,
+		Cancel:      mcpCancel,
+		OnCancel:    onCancel,
+		MaxInFlight: 1,
+		Logger:      slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	send := func(line string) {
+		t.Helper()
+		_, err := io.WriteString(in, line+"\n")
+		require.NoError(t, err)
+	}
+	next := func(what string) cancelSeen {
+		t.Helper()
+		select {
+		case s := <-seen:
+			return s
+		case <-time.After(h3Guard):
+			t.Fatalf("OnCancel was not called for %s", what)
+			return cancelSeen{}
+		}
+	}
+
+	// A running request: its cause carries the reason.
+	send(`{"jsonrpc":"2.0","id":"w","method":"wait"}`)
+	<-started
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"user pressed stop"}}`)
+	cause := <-causes
+	assert.ErrorIs(t, cause, context.Canceled)
+	var ce *jsonrpc.CancelError
+	require.ErrorAs(t, cause, &ce)
+	assert.Equal(t, "user pressed stop", ce.Reason())
+	assert.Equal(t, `"w"`, ce.ID.String())
+	assert.JSONEq(t, `{"requestId":"w","reason":"user pressed stop"}`, string(ce.Params))
+	assert.Equal(t, cancelSeen{`"w"`, "notifications/cancelled", "user pressed stop", 1, 0}, next("the running request"))
+
+	// A queued request behind a blocked one (MaxInFlight 1): it never
+	// runs, and MCP's convention leaves it unanswered.
+	send(`{"jsonrpc":"2.0","id":"b","method":"block"}`)
+	<-started
+	send(`{"jsonrpc":"2.0","id":"q","method":"never"}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"q"}}`)
+	assert.Equal(t, cancelSeen{`"q"`, "notifications/cancelled", "", 0, 1}, next("the queued request"))
+
+	// An id that nothing in flight has.
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42,"reason":"late"}}`)
+	assert.Equal(t, cancelSeen{"42", "notifications/cancelled", "late", 0, 0}, next("an unknown id"))
+	assert.Contains(t, log.String(), "a cancel reached no request in flight")
+
+	once.Do(func() { close(gate) })
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"b","result":"unblocked"}`, h3Recv(t, lines, "the blocked request"))
+	send(`{"jsonrpc":"2.0","id":"last","method":"block"}`)
+	<-started
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"last","result":"unblocked"}`, h3Recv(t, lines, "the last request"), "nothing was written for w and q")
+}
+
+// TestAcceptCancel has a server accept both LSP's and MCP's cancels, each
+// with its own rule for the answer, while its own calls to the peer are
+// cancelled with the convention it sends.
+func TestAcceptCancel(t *testing.T) {
+	checkLeaks(t)
+	started := make(chan string, 2)
+	mux := new(jsonrpc.Mux)
+	mux.Handle("wait", jsonrpc.Func(func(ctx context.Context, p [1]string) (any, error) {
+		started <- p[0]
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	in, lines := h3Server(t, &jsonrpc.Server{
+		Handler:      mux,
+		Cancel:       mcpCancel,
+		AcceptCancel: []jsonrpc.Cancellation{{}, mcpCancel},
+	})
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"wait","params":["lsp"]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"wait","params":["mcp"]}`,
+	} {
+		_, err := io.WriteString(in, line+"\n")
+		require.NoError(t, err)
+		<-started
+	}
+	_, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`+"\n"+
+		`{"jsonrpc":"2.0","id":3,"method":"wait","params":["last"]}`+"\n")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"Request cancelled"}}`, h3Recv(t, lines, "the LSP-cancelled request"))
+	<-started
+	_, err = io.WriteString(in, `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":3}}`+"\n")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":3,"error":{"code":-32800,"message":"Request cancelled"}}`, h3Recv(t, lines, "the last request"), "the MCP-cancelled request got no answer")
+}
+
+// TestCancelOutgoingConvention checks that a Conn sends its Cancel when a
+// call's context ends, while it accepts others.
+func TestCancelOutgoingConvention(t *testing.T) {
+	checkLeaks(t)
+	onCancel, seen := cancelRecorder()
+	started := make(chan struct{})
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	a, _ := twConnPair(t,
+		&jsonrpc.ConnOptions{Cancel: mcpCancel, AcceptCancel: []jsonrpc.Cancellation{{}}},
+		&jsonrpc.ConnOptions{Handler: mux, AcceptCancel: []jsonrpc.Cancellation{mcpCancel}, OnCancel: onCancel})
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() { errc <- a.Call(ctx, "wait", nil, nil) }()
+	<-started
+	cancel()
+	assert.ErrorIs(t, <-errc, context.Canceled)
+	select {
+	case s := <-seen:
+		assert.Equal(t, "notifications/cancelled", s.method)
+		assert.Equal(t, 1, s.running)
+	case <-time.After(h3Guard):
+		t.Fatal("the peer did not see MCP's cancel")
+	}
+}
+
+// TestCauseOfEnd checks the causes that tell a handler why its context
+// ended: its handler returning, the connection closing, and its deadline.
+func TestCauseOfEnd(t *testing.T) {
+	checkLeaks(t)
+	causes := make(chan error, 1)
+	kept := make(chan context.Context, 1)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("keep", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		kept <- ctx
+		return nil, nil
+	})
+	mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, nil
+	})
+	srv := &jsonrpc.Server{Handler: mux}
+	inR, inW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), inR, io.Discard) }()
+	_, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"keep"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"wait"}`+"\n")
+	require.NoError(t, err)
+	ctx := <-kept
+	<-ctx.Done()
+	assert.ErrorIs(t, context.Cause(ctx), context.Canceled, "the cause once the handler has returned")
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, srv.Close())
+	cause := <-causes
+	assert.True(t, errors.Is(cause, jsonrpc.ErrServerClosed), fmt.Sprint(cause))
+	assert.ErrorIs(t, <-done, jsonrpc.ErrServerClosed)
+	_ = inW.Close()
+}
