@@ -108,26 +108,55 @@
 // under [errors.Is] by code: errors.Is(err, ErrMethodNotFound) holds for
 // any *Error with code -32601.
 //
-// # Concurrency
+// # Order and concurrency
 //
-// A server runs requests concurrently, up to [Server.MaxInFlight] at a
-// time on each connection, so responses to separate lines may come in any
-// order; the client matches them by id. More requests wait in a queue,
-// bounded in bytes by [Server.MaxPendingBytes], while reading goes on. A handler starts on the reading
-// goroutine; if it runs for more than about a millisecond, reading moves
-// to a fresh goroutine, so a slow handler never stops reading and a cancel
-// can always arrive.
+// Each notification from the peer is handled alone: after the handlers of
+// every message that arrived before it have returned, and before any
+// message that arrives after it is handled. The requests between two
+// notifications run concurrently, up to [Server.MaxInFlight] at a time on
+// each connection, so their responses may come in any order (the client
+// matches them by id). So a request sees the effects of exactly the
+// notifications before it: an editor's didOpen and didChange before the
+// hover that follows them. [Order] changes this per method or for the
+// whole connection (every request in order too), and a notification that
+// the Mux has no handler for holds nothing up. The same order holds on
+// every transport: streams, sockets, [Conn], a [Client] with a Handler,
+// and the entries of a batch, which are handled one at a time.
+//
+// What is handled in order holds up the handling of what comes after it,
+// not its reading: responses to this side's calls and cancel
+// notifications take effect as they arrive. More requests wait in a
+// queue, bounded in bytes by [Server.MaxPendingBytes], while reading goes
+// on. A handler starts on the reading goroutine; if it runs for more than
+// about a millisecond, reading moves to a fresh goroutine, so a slow
+// handler never stops reading and a cancel can always arrive. A handler
+// that waits for the peer ([Call]) gives up its slot meanwhile.
 //
 // # Cancellation
 //
 // The notification {"jsonrpc":"2.0","method":"$/cancelRequest",
-// "params":{"id":X}} (or the one that [Cancellation] names) cancels the
-// context of request X, whenever it comes. A handler that
-// returns an error because of that is answered with
-// [CodeRequestCancelled] (-32800); a request still waiting for a slot when
-// its cancel arrives never runs and is answered with -32800 at once. A
-// handler's context also ends when the handler returns and when the
-// connection stops.
+// "params":{"id":X}} (or the one that [Cancellation] names; a connection
+// may accept several, see [Server.AcceptCancel]) cancels the context of
+// request X, whenever it comes, with a [*CancelError] as its cause
+// ([context.Cause]), which carries the notification's params. A handler
+// that returns an error because of that is answered with
+// [CodeRequestCancelled] (-32800), or not at all under MCP's convention; a
+// request still waiting when its cancel arrives never runs. Every cancel,
+// also one of a request already answered or never sent, is reported to
+// [Server.OnCancel]. A handler's context also ends when the handler
+// returns and when the connection stops, with [ErrPeerClosed] or
+// [ErrClosed] in its cause.
+//
+// # Request lifetime
+//
+// The *Request a handler gets, and the bytes of its Params, belong to the
+// connection: they are valid until the handler returns, and must be
+// copied to be kept (json.RawMessage(append([]byte(nil), req.Params...))).
+// Its ID and Method are values (an [ID] holds a string): a handler may keep
+// them, for example to match a later cancel or progress notification. The
+// handler's context ends when the handler returns; a goroutine that
+// outlives the handler needs a context of its own (context.WithoutCancel
+// keeps its values), and [RequestFromContext] returns nil then.
 //
 // # Shutdown
 //
