@@ -80,10 +80,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if limit <= 0 {
 		limit = DefaultMaxMessageSize
 	}
-	if r.ContentLength > int64(limit) {
-		http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
-		return
-	}
 	body, err := readBody(r.Body, r.ContentLength, limit)
 	if err != nil {
 		if errors.Is(err, ErrMessageTooLarge) {
@@ -137,9 +133,12 @@ func isJSONType(ct string) bool {
 	return err == nil
 }
 
-// readBody reads a request body of at most limit bytes; size is its
-// Content-Length, or -1.
+// readBody reads a body of at most limit bytes; size is its
+// Content-Length, or -1. A size over the limit is refused at once, unread.
 func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
+	if size > int64(limit) {
+		return nil, &tooLargeError{limit}
+	}
 	n := 512
 	if size >= 0 {
 		n = int(size) + 1 // room to see the end without growing
