@@ -133,22 +133,40 @@ func isJSONType(ct string) bool {
 	return err == nil
 }
 
+// maxFirstBodyBuf is the most that readBody allocates for a body before
+// its bytes arrive (with one byte more to see its end).
+const maxFirstBodyBuf = 64 << 10
+
 // readBody reads a body of at most limit bytes; size is its
 // Content-Length, or -1. A size over the limit is refused at once, unread.
+//
+// Memory follows the bytes that arrive, not the size announced: a body
+// announced at no more than maxFirstBodyBuf gets one buffer, of its size
+// and one byte more to see its end; a larger one gets a first buffer of
+// maxFirstBodyBuf and a byte, and one of unknown size one of 512 bytes,
+// which doubles each time it fills, up to the size announced (and its
+// byte) and never past the limit (and its byte).
 func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
 	if size > int64(limit) {
 		return nil, &tooLargeError{limit}
 	}
+	most := limit + 1 // room to see a body over the limit
 	n := 512
 	if size >= 0 {
-		n = int(size) + 1 // room to see the end without growing
+		n = int(min(size, maxFirstBodyBuf)) + 1
 	}
-	buf := make([]byte, 0, min(n, limit+1))
+	buf := make([]byte, 0, min(n, most))
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			n := 2 * cap(buf)
+			if size >= int64(len(buf)) && size < int64(n) {
+				n = int(size) + 1 // the rest announced, and a byte to see the end
+			}
+			nb := make([]byte, len(buf), min(n, most))
+			copy(nb, buf)
+			buf = nb
 		}
-		m, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		m, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
 		if len(buf) > limit {
 			return nil, &tooLargeError{limit}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -88,4 +89,51 @@ func TestHTTPHardeningClientContentLength(t *testing.T) {
 			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
 		})
 	}
+}
+
+// firstRead signals, on the first Read of a request body, that the server
+// has allocated for it and waits for its bytes.
+type firstRead struct {
+	io.ReadCloser
+	once    sync.Once
+	reading chan<- struct{}
+}
+
+func (r *firstRead) Read(p []byte) (int, error) {
+	r.once.Do(func() { r.reading <- struct{}{} })
+	return r.ReadCloser.Read(p)
+}
+
+// TestHTTPHardeningBodyMemory sends POSTs that claim a body just under the
+// default limit (67,108,863 bytes) and send one byte. What the server
+// holds must follow the bytes that arrived, not the claim: under 1 MiB a
+// request, where the claim would be 64 MiB.
+func TestHTTPHardeningBodyMemory(t *testing.T) {
+	checkLeaks(t)
+	const (
+		requests = 8
+		claimed  = jsonrpc.DefaultMaxMessageSize - 1
+	)
+	reading := make(chan struct{}, requests)
+	srv := &jsonrpc.Server{Handler: specMux()}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &firstRead{ReadCloser: r.Body, reading: reading}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+
+	before := heapObjects()
+	for range requests {
+		nc, err := net.Dial("tcp", ts.Listener.Addr().String())
+		require.NoError(t, err)
+		defer nc.Close()
+		_, err = fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", claimed)
+		require.NoError(t, err)
+	}
+	for range requests {
+		recv(t, reading, "a server reading a body")
+	}
+	grown := int64(heapObjects()) - int64(before)
+	t.Logf("heap grew by %d KiB for %d bodies of one byte", grown>>10, requests)
+	assert.Less(t, grown, int64(requests<<20), "the server allocates what the bodies claim, not what arrived")
 }
