@@ -227,12 +227,10 @@ func (c *conn) serve(ctx context.Context) error {
 	if c.idle > 0 {
 		defer c.watchIdle()()
 	}
-	if c.in.mode == modeWhole {
-		// An HTTP body, read already: its goroutine serves it.
-		c.readLoop(newReadState(), false)
-	} else {
-		go c.readLoop(newReadState(), false)
-	}
+	// An HTTP body, read already, is served off its goroutine too, so
+	// that ServeHTTP can return after the grace period while a handler
+	// ignores its context.
+	go c.readLoop(newReadState(), false)
 
 	select {
 	case <-c.finished:

@@ -11,6 +11,7 @@ package jsonrpc_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -136,4 +138,55 @@ func TestHTTPHardeningBodyMemory(t *testing.T) {
 	grown := int64(heapObjects()) - int64(before)
 	t.Logf("heap grew by %d KiB for %d bodies of one byte", grown>>10, requests)
 	assert.Less(t, grown, int64(requests<<20), "the server allocates what the bodies claim, not what arrived")
+}
+
+// TestHTTPHardeningCancelGrace checks that ServeHTTP returns about
+// CancelGrace after its client goes away or Server.Close, while its
+// handler ignores its context, and that what the abandoned handler sends
+// later goes nowhere.
+func TestHTTPHardeningCancelGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(srv *jsonrpc.Server, hangUp context.CancelFunc)
+	}{
+		{"client goes away", func(_ *jsonrpc.Server, hangUp context.CancelFunc) { hangUp() }},
+		{"Server.Close", func(srv *jsonrpc.Server, _ context.CancelFunc) { _ = srv.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			started := make(chan struct{}, 1)
+			release := make(chan struct{})
+			late := make(chan error, 1)
+			mux := jsonrpc.NewMux()
+			mux.HandleFunc("stubborn", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+				started <- struct{}{}
+				<-release // and not ctx
+				late <- jsonrpc.Notify(ctx, "late", nil)
+				return "late", nil
+			})
+			srv := &jsonrpc.Server{Handler: mux, CancelGrace: 300 * time.Millisecond}
+			served := make(chan struct{}, 1)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				srv.ServeHTTP(w, r)
+				served <- struct{}{}
+			}))
+			defer ts.Close()
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(*jsonrpc.Request) {}}
+
+			ctx, hangUp := context.WithCancel(t.Context())
+			defer hangUp()
+			called := make(chan error, 1)
+			go func() { called <- c.Call(ctx, "stubborn", nil, nil) }()
+			recv(t, started, "the handler to start")
+			tc.stop(srv, hangUp)
+			select {
+			case <-served:
+			case <-time.After(2 * time.Second):
+				t.Error("ServeHTTP did not return within 2 s, with a CancelGrace of 300 ms")
+			}
+			close(release)
+			assert.Error(t, recv(t, late, "the abandoned handler's notification"), "the abandoned handler's notification goes nowhere")
+			assert.Error(t, recv(t, called, "the call"))
+		})
+	}
 }
