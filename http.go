@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The media types of the HTTP transport.
@@ -66,6 +67,14 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // those in flight finish, Close cancels them (a request whose answer was
 // dropped so gets 503 Service Unavailable, if nothing was sent yet), and
 // once the server is closed new requests get 503 too.
+//
+// After Close, or once the client has gone away, ServeHTTP returns when
+// the handlers have returned or CancelGrace has passed, whichever comes
+// first; a handler still running is abandoned, and what it sends later
+// goes nowhere. A write of the response still blocked then, on a client
+// that does not read, is ended by a write deadline set to that moment
+// (see [http.ResponseController]); with a ResponseWriter that has no
+// write deadlines, ServeHTTP returns when that write does.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -299,7 +308,9 @@ func isOurNotification(msg []byte) bool {
 
 // httpOut is the response writer of one HTTP request, for the connection's
 // writer: it sets the headers on the first write and flushes each write of
-// a stream.
+// a stream. Write holds mu while it uses the ResponseWriter, so that
+// ServeHTTP, which takes mu before it returns, never returns during a
+// Write.
 type httpOut struct {
 	w     http.ResponseWriter
 	frame httpFraming
@@ -338,4 +349,15 @@ func (o *httpOut) Write(p []byte) (int, error) {
 		err = http.NewResponseController(o.w).Flush()
 	}
 	return n, err
+}
+
+// Close ends a Write in flight that the client does not take: the
+// connection calls it when a write is still blocked at the end of the
+// grace period. It sets the response's write deadline to now, which makes
+// net/http's Write fail at once and ends the response; it does not wait
+// for mu, which that Write holds. A ResponseWriter without write
+// deadlines (see [http.ResponseController]) is left alone.
+func (o *httpOut) Close() error {
+	_ = http.NewResponseController(o.w).SetWriteDeadline(time.Now())
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,5 +189,79 @@ func TestHTTPHardeningCancelGrace(t *testing.T) {
 			assert.Error(t, recv(t, late, "the abandoned handler's notification"), "the abandoned handler's notification goes nowhere")
 			assert.Error(t, recv(t, called, "the call"))
 		})
+	}
+}
+
+// bigWriteListener accepts connections with small send buffers, and
+// signals once one of them is asked to write at least big bytes at once.
+type bigWriteListener struct {
+	net.Listener
+	big  int
+	once sync.Once
+	seen chan struct{}
+}
+
+func (l *bigWriteListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	_ = nc.(*net.TCPConn).SetWriteBuffer(16 << 10)
+	return &bigWriteConn{Conn: nc, l: l}, nil
+}
+
+type bigWriteConn struct {
+	net.Conn
+	l *bigWriteListener
+}
+
+func (c *bigWriteConn) Write(p []byte) (int, error) {
+	if len(p) >= c.l.big {
+		c.l.once.Do(func() { close(c.l.seen) })
+	}
+	return c.Conn.Write(p)
+}
+
+// TestHTTPHardeningCloseUnreadStream has a handler stream notifications
+// of 2 MiB to a client that never reads them. The sockets' buffers are
+// small, so a Write of 1 MiB or more to the connection never ends; once
+// one has started, Server.Close must end ServeHTTP within its bound all
+// the same.
+func TestHTTPHardeningCloseUnreadStream(t *testing.T) {
+	checkLeaks(t)
+	pad := strings.Repeat("x", 2<<20)
+	mux := jsonrpc.NewMux()
+	mux.HandleFunc("flood", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		for {
+			if err := jsonrpc.Notify(ctx, "pad", []string{pad}); err != nil {
+				return nil, err
+			}
+		}
+	})
+	srv := &jsonrpc.Server{Handler: mux, CancelGrace: 500 * time.Millisecond}
+	served := make(chan struct{}, 1)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(w, r)
+		served <- struct{}{}
+	}))
+	l := &bigWriteListener{Listener: ts.Listener, big: 1 << 20, seen: make(chan struct{})}
+	ts.Listener = l
+	ts.Start()
+	defer ts.Close()
+
+	nc, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.(*net.TCPConn).SetReadBuffer(16<<10))
+	body := `{"jsonrpc":"2.0","id":1,"method":"flood"}`
+	_, err = fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	recv(t, l.seen, "a write larger than the sockets hold")
+
+	require.NoError(t, srv.Close())
+	select {
+	case <-served:
+	case <-time.After(3 * time.Second):
+		t.Error("ServeHTTP did not return within 3 s of Close, with a CancelGrace of 500 ms")
 	}
 }
