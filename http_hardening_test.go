@@ -11,6 +11,7 @@ package jsonrpc_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,5 +265,46 @@ func TestHTTPHardeningCloseUnreadStream(t *testing.T) {
 	case <-served:
 	case <-time.After(3 * time.Second):
 		t.Error("ServeHTTP did not return within 3 s of Close, with a CancelGrace of 500 ms")
+	}
+}
+
+// TestHTTPHardeningClientMessageLimit answers HTTPClient with one endless
+// message in each framing: the call must fail with ErrMessageTooLarge as
+// soon as the message passes the limit, not read on to the ctx deadline.
+func TestHTTPHardeningClientMessageLimit(t *testing.T) {
+	checkLeaks(t)
+	const limit = 1 << 20
+	for _, tc := range []struct{ name, ctype, prefix string }{
+		{"ndjson", "application/x-ndjson", `{"jsonrpc":"2.0","method":"log","params":["a"]}` + "\n" + `{"jsonrpc":"2.0","id":1,"result":"`},
+		{"sse", "text/event-stream", "data: " + `{"jsonrpc":"2.0","id":1,"result":"`},
+		{"sse comment", "text/event-stream", ":"},
+		{"json", "application/json", `{"jsonrpc":"2.0","id":1,"result":"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var written atomic.Int64
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				_, _ = io.WriteString(w, tc.prefix)
+				chunk := bytes.Repeat([]byte("x"), 64<<10)
+				for r.Context().Err() == nil {
+					n, err := w.Write(chunk)
+					written.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}))
+			defer ts.Close()
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), MaxMessageSize: limit, OnNotify: func(*jsonrpc.Request) {}}
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			var err error
+			if returnsWithin(t, promptly, "the call", func() { err = c.Call(ctx, "x", nil, nil) }) {
+				assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+				assert.Less(t, written.Load(), int64(32<<20), "the client read far past its limit")
+			}
+			cancel()
+			ts.CloseClientConnections()
+		})
 	}
 }

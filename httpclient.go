@@ -53,7 +53,11 @@ type HTTPClient struct {
 	OnNotify func(req *Request)
 
 	// MaxMessageSize is the largest message read from a response; zero
-	// means [DefaultMaxMessageSize].
+	// means [DefaultMaxMessageSize]. A longer one, in any framing, fails
+	// the call with an error wrapping [ErrMessageTooLarge] as soon as it
+	// passes the limit (reading stops within 4 KiB of it), and a plain
+	// JSON body whose Content-Length is over the limit is not read at
+	// all.
 	MaxMessageSize int
 
 	ids atomic.Int64
@@ -360,9 +364,9 @@ func (c *HTTPClient) messages(resp *http.Response, f func(e *envelope, batch []e
 	var mr MessageReader // nil for plain JSON: the body is one message
 	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
 	case contentSSE:
-		mr = &sseReader{r: bufio.NewReader(resp.Body), max: limit}
+		mr = &sseReader{lineScanner: lineScanner{r: bufio.NewReader(resp.Body), max: limit}}
 	case contentNDJSON:
-		mr = NewLineReader(resp.Body, limit)
+		mr = &ndjsonReader{lineScanner{r: bufio.NewReader(resp.Body), max: limit}}
 	}
 	for mr != nil {
 		msg, err := mr.ReadMessage()
@@ -384,14 +388,67 @@ func (c *HTTPClient) messages(resp *http.Response, f func(e *envelope, batch []e
 	return err
 }
 
-// sseReader reads the data of server-sent events: the "data" lines of an
-// event, joined by newlines, once the blank line that ends it is read.
-// Other fields and comments are skipped. An event whose data is over max
-// bytes is an error that ends the stream.
-type sseReader struct {
+// lineScanner reads lines of at most max bytes, for the readers of
+// streamed responses. Unlike a LineReader, which a server needs to go on
+// past a line over its limit, it fails as soon as a line passes the
+// limit, so that a client stops reading an endless line at once.
+type lineScanner struct {
 	r    *bufio.Reader
 	max  int
 	line []byte
+}
+
+// readLine returns the next line without its ending ("\n", "\r\n" or
+// "\r" before "\n"); a line over the limit is an error.
+func (s *lineScanner) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		s.line = append(s.line, chunk...)
+		if len(s.line) > s.max+2 {
+			return nil, &tooLargeError{s.max}
+		}
+		switch {
+		case err == nil:
+			line := s.line[:len(s.line)-1]
+			return bytes.TrimSuffix(line, []byte{'\r'}), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && len(s.line) > 0:
+			return bytes.TrimSuffix(s.line, []byte{'\r'}), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// ndjsonReader reads newline-delimited JSON, as a LineReader does (a
+// trailing "\r" is removed, blank lines are skipped), except that a line
+// over the limit is an error that ends the stream.
+type ndjsonReader struct{ lineScanner }
+
+// ReadMessage returns the next line that is not blank.
+func (n *ndjsonReader) ReadMessage() ([]byte, error) {
+	for {
+		line, err := n.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if len(line) > n.max {
+			return nil, &tooLargeError{n.max}
+		}
+		if skipSpace(line, 0) < len(line) {
+			return line, nil
+		}
+	}
+}
+
+// sseReader reads the data of server-sent events: the "data" lines of an
+// event, joined by newlines, once the blank line that ends it is read.
+// Other fields and comments are skipped. An event whose data is over max
+// bytes, or a line longer than that, is an error that ends the stream.
+type sseReader struct {
+	lineScanner
 	data []byte
 }
 
@@ -430,30 +487,6 @@ func (s *sseReader) ReadMessage() ([]byte, error) {
 		has = true
 		if len(s.data) > s.max {
 			return nil, &tooLargeError{s.max}
-		}
-	}
-}
-
-// readLine returns the next line without its ending ("\n", "\r\n" or
-// "\r" before "\n"); a line over the limit is an error.
-func (s *sseReader) readLine() ([]byte, error) {
-	s.line = s.line[:0]
-	for {
-		chunk, err := s.r.ReadSlice('\n')
-		s.line = append(s.line, chunk...)
-		if len(s.line) > s.max+2 {
-			return nil, &tooLargeError{s.max}
-		}
-		switch {
-		case err == nil:
-			line := s.line[:len(s.line)-1]
-			return bytes.TrimSuffix(line, []byte{'\r'}), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == io.EOF && len(s.line) > 0:
-			return bytes.TrimSuffix(s.line, []byte{'\r'}), nil
-		default:
-			return nil, err
 		}
 	}
 }
