@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -307,4 +308,122 @@ func TestHTTPHardeningClientMessageLimit(t *testing.T) {
 			ts.CloseClientConnections()
 		})
 	}
+}
+
+// firstID returns the id of the request, or of the batch's first request,
+// that r carries.
+func firstID(r *http.Request) int64 {
+	body, _ := io.ReadAll(r.Body)
+	var one struct{ ID int64 }
+	if json.Unmarshal(body, &one) == nil {
+		return one.ID
+	}
+	var batch []struct{ ID int64 }
+	if json.Unmarshal(body, &batch) == nil && len(batch) > 0 {
+		return batch[0].ID
+	}
+	return 0
+}
+
+// TestHTTPHardeningClientDrain answers HTTPClient in a stream, then holds
+// the response open: each method returns once it has its answer. A
+// response read to its end still leaves its connection to be reused.
+func TestHTTPHardeningClientDrain(t *testing.T) {
+	checkLeaks(t)
+	answer := `{"jsonrpc":"2.0","id":%d,"result":2}`
+	type caller func(c *jsonrpc.HTTPClient) error
+	call := func(c *jsonrpc.HTTPClient) error { return c.Call(context.Background(), "x", nil, nil) }
+	for _, tc := range []struct {
+		name, ctype, frame string
+		notes              bool // the client takes notifications
+		run                caller
+	}{
+		{"Call, sse", "text/event-stream", "data: %s\n\n", false, call},
+		{"Call with OnNotify, sse", "text/event-stream", "data: %s\n\n", true, call},
+		{"Call with OnNotify, ndjson", "application/x-ndjson", "%s\n", true, call},
+		{"Batch, sse", "text/event-stream", "data: [%s]\n\n", true, func(c *jsonrpc.HTTPClient) error {
+			bc := &jsonrpc.BatchCall{Method: "x"}
+			if err := c.Batch(context.Background(), bc); err != nil {
+				return err
+			}
+			return bc.Err
+		}},
+		{"Stream, sse", "text/event-stream", "data: %s\n\n", false, func(c *jsonrpc.HTTPClient) error {
+			for _, err := range c.Stream(context.Background(), "x", nil) {
+				return err
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				_, _ = fmt.Fprintf(w, tc.frame, fmt.Sprintf(answer, firstID(r)))
+				_ = http.NewResponseController(w).Flush()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}))
+			defer ts.Close()
+			defer close(release)
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+			if tc.notes {
+				c.OnNotify = func(*jsonrpc.Request) {}
+			}
+			var err error
+			if returnsWithin(t, promptly, "the call, answered,", func() { err = tc.run(c) }) {
+				assert.NoError(t, err)
+			}
+		})
+	}
+
+	t.Run("read to its end", func(t *testing.T) {
+		var conns atomic.Int32
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := fmt.Sprintf("data: "+answer+"\n\n", firstID(r))
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			_, _ = io.WriteString(w, body)
+		}))
+		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		ts.Start()
+		defer ts.Close()
+		for _, notes := range []bool{false, true} {
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+			if notes {
+				c.OnNotify = func(*jsonrpc.Request) {}
+			}
+			for range 10 {
+				require.NoError(t, c.Call(t.Context(), "x", nil, nil))
+			}
+		}
+		assert.Equal(t, int32(1), conns.Load(), "calls reuse one kept-alive connection")
+	})
+
+	t.Run("ServeHTTP's stream", func(t *testing.T) {
+		var conns atomic.Int32
+		ts := httptest.NewUnstartedServer(&jsonrpc.Server{Handler: progressMux()})
+		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		ts.Start()
+		defer ts.Close()
+		notes := 0
+		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(*jsonrpc.Request) { notes++ }}
+		for range 20 {
+			var done string
+			require.NoError(t, c.Call(t.Context(), "progress", map[string]int{"N": 1}, &done))
+			assert.Equal(t, "done", done)
+		}
+		assert.Equal(t, 20, notes, "every answer came in a stream")
+		assert.Less(t, conns.Load(), int32(10), "most calls reuse their connection: the drain waits for the end that follows the answer")
+	})
 }
