@@ -38,7 +38,8 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // Content Too Large, without being read past the limit. Every JSON-RPC
 // answer, a Parse error or an Invalid Request included, comes with status
 // 200 and Content-Type application/json. A body that gets no answer (a
-// notification, or a batch of them) gets 202 Accepted and no body. The
+// notification, or a batch of them) gets 202 Accepted and no body, and
+// the notifications its handlers send are dropped. The
 // body's whitespace, newlines included, is free, as JSON allows.
 //
 // Streaming: the notifications a handler sends while it runs ([Notify],
@@ -100,6 +101,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	out := &httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}
+	if out.frame.accept.stream != framePlain {
+		// A body that calls nothing gets 202 and no body, even when its
+		// handlers send notifications.
+		out.frame.mute = !hasID(body, s.MaxBatch)
+	}
 	cfg := s.config()
 	cfg.framing = &out.frame
 	cfg.in = newWholeReader(body)
@@ -189,6 +195,29 @@ func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
 	}
 }
 
+// hasID reports whether body, one message or a batch, holds an object
+// with an "id" member: only then may it get an answer that notifications
+// can come before. (One without an id that is not a valid notification
+// is answered with an error, but it runs no handler, which alone sends
+// notifications.)
+func hasID(body []byte, maxBatch int) bool {
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
+	}
+	var one envelope
+	switch kind, batch := scanLine(body, &one, nil, maxBatch); kind {
+	case lineObject:
+		return one.id != nil
+	case lineBatch:
+		for i := range batch {
+			if batch[i].id != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // httpRequestKey is the context key of the *http.Request being served.
 type httpRequestKey struct{}
 
@@ -266,6 +295,7 @@ type httpFraming struct {
 	accept  httpAccept
 	frame   int
 	settled bool
+	mute    bool // drop notifications: the body holds no call
 }
 
 // NewReader is never called: the body is read whole beforehand.
@@ -277,6 +307,9 @@ func (f *httpFraming) NewReader(r io.Reader, maxSize int) MessageReader {
 // the first message: a notification first makes a lazy response a stream.
 func (f *httpFraming) AppendFrame(dst, msg []byte) []byte {
 	note := isOurNotification(msg)
+	if note && f.mute {
+		return dst
+	}
 	if !f.settled {
 		f.settled = true
 		f.frame = f.accept.stream
