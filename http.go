@@ -100,15 +100,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	out := &httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}
+	x := &httpRequestState{out: httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}}
+	out := &x.out
 	if out.frame.accept.stream != framePlain {
 		// A body that calls nothing gets 202 and no body, even when its
 		// handlers send notifications.
 		out.frame.mute = !hasID(body, s.MaxBatch)
 	}
+	x.in.initWhole(body)
 	cfg := s.config()
 	cfg.framing = &out.frame
-	cfg.in = newWholeReader(body)
+	cfg.in = &x.in
 	ctx := context.WithValue(r.Context(), httpRequestKey{}, r)
 	c := newConn(cfg, ctx, nil, out)
 	c.callErr = errHTTPCall
@@ -131,6 +133,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 	}
 	out.mu.Unlock()
+}
+
+// httpRequestState is what ServeHTTP allocates for a request, in one piece:
+// the writer of the response and the reader of the body.
+type httpRequestState struct {
+	out httpOut
+	in  LineReader
 }
 
 // isJSONType reports whether a Content-Type is application/json, with any
