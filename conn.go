@@ -200,12 +200,10 @@ func (c *conn) serve(ctx context.Context) error {
 		defer c.watchIdle()()
 	}
 	drained := false // the end of the input had both its graces
-	if c.in.mode == modeWhole {
-		// An HTTP body, read already: its goroutine serves it.
-		c.readLoop(newReadState(), false)
-	} else {
-		go c.readLoop(newReadState(), false)
-	}
+	// An HTTP body, read already, is served off its goroutine too, so
+	// that ServeHTTP can return after the grace period while a handler
+	// ignores its context.
+	go c.readLoop(newReadState(), false)
 
 	select {
 	case <-c.finished:

@@ -188,10 +188,10 @@ func newFramedWriter(f Framing, w io.Writer) *LineWriter {
 	return lw
 }
 
-// newWholeReader returns a LineReader whose one message is body, already
-// read in full and checked against the limit.
-func newWholeReader(body []byte) *LineReader {
-	return &LineReader{buf: body, end: len(body), max: max(len(body), 1), mode: modeWhole}
+// initWhole sets lr, a zero LineReader, to read one message, body,
+// already read in full and checked against the limit.
+func (lr *LineReader) initWhole(body []byte) {
+	lr.buf, lr.end, lr.max, lr.mode = body, len(body), max(len(body), 1), modeWhole
 }
 
 func newHeaderReader(r io.Reader, maxSize int) *LineReader {

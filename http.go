@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The media types of the HTTP transport.
@@ -37,7 +38,8 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // Content Too Large, without being read past the limit. Every JSON-RPC
 // answer, a Parse error or an Invalid Request included, comes with status
 // 200 and Content-Type application/json. A body that gets no answer (a
-// notification, or a batch of them) gets 202 Accepted and no body. The
+// notification, or a batch of them) gets 202 Accepted and no body, and
+// the notifications its handlers send are dropped. The
 // body's whitespace, newlines included, is free, as JSON allows.
 //
 // Streaming: the notifications a handler sends while it runs ([Notify],
@@ -66,6 +68,14 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // those in flight finish, Close cancels them (a request whose answer was
 // dropped so gets 503 Service Unavailable, if nothing was sent yet), and
 // once the server is closed new requests get 503 too.
+//
+// After Close, or once the client has gone away, ServeHTTP returns when
+// the handlers have returned or CancelGrace has passed, whichever comes
+// first; a handler still running is abandoned, and what it sends later
+// goes nowhere. A write of the response still blocked then, on a client
+// that does not read, is ended by a write deadline set to that moment
+// (see [http.ResponseController]); with a ResponseWriter that has no
+// write deadlines, ServeHTTP returns when that write does.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -80,10 +90,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if limit <= 0 {
 		limit = DefaultMaxMessageSize
 	}
-	if r.ContentLength > int64(limit) {
-		http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
-		return
-	}
 	body, err := readBody(r.Body, r.ContentLength, limit)
 	if err != nil {
 		if errors.Is(err, ErrMessageTooLarge) {
@@ -94,10 +100,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	out := &httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}
+	x := &httpRequestState{out: httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}}
+	out := &x.out
+	if out.frame.accept.stream != framePlain {
+		// A body that calls nothing gets 202 and no body, even when its
+		// handlers send notifications.
+		out.frame.mute = !hasID(body, s.MaxBatch)
+	}
+	x.in.initWhole(body)
 	cfg := s.config()
 	cfg.framing = &out.frame
-	cfg.in = newWholeReader(body)
+	cfg.in = &x.in
 	ctx := context.WithValue(r.Context(), httpRequestKey{}, r)
 	c := newConn(cfg, ctx, nil, out)
 	c.callErr = errHTTPCall
@@ -122,6 +135,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.mu.Unlock()
 }
 
+// httpRequestState is what ServeHTTP allocates for a request, in one piece:
+// the writer of the response and the reader of the body.
+type httpRequestState struct {
+	out httpOut
+	in  LineReader
+}
+
 // isJSONType reports whether a Content-Type is application/json, with any
 // parameters (charset=utf-8), as mime.ParseMediaType would read it but
 // without its allocations.
@@ -137,19 +157,40 @@ func isJSONType(ct string) bool {
 	return err == nil
 }
 
-// readBody reads a request body of at most limit bytes; size is its
-// Content-Length, or -1.
+// maxFirstBodyBuf is the most that readBody allocates for a body before
+// its bytes arrive (with one byte more to see its end).
+const maxFirstBodyBuf = 64 << 10
+
+// readBody reads a body of at most limit bytes; size is its
+// Content-Length, or -1. A size over the limit is refused at once, unread.
+//
+// Memory follows the bytes that arrive, not the size announced: a body
+// announced at no more than maxFirstBodyBuf gets one buffer, of its size
+// and one byte more to see its end; a larger one gets a first buffer of
+// maxFirstBodyBuf and a byte, and one of unknown size one of 512 bytes,
+// which doubles each time it fills, up to the size announced (and its
+// byte) and never past the limit (and its byte).
 func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
+	if size > int64(limit) {
+		return nil, &tooLargeError{limit}
+	}
+	most := limit + 1 // room to see a body over the limit
 	n := 512
 	if size >= 0 {
-		n = int(size) + 1 // room to see the end without growing
+		n = int(min(size, maxFirstBodyBuf)) + 1
 	}
-	buf := make([]byte, 0, min(n, limit+1))
+	buf := make([]byte, 0, min(n, most))
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			n := 2 * cap(buf)
+			if size >= int64(len(buf)) && size < int64(n) {
+				n = int(size) + 1 // the rest announced, and a byte to see the end
+			}
+			nb := make([]byte, len(buf), min(n, most))
+			copy(nb, buf)
+			buf = nb
 		}
-		m, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		m, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
 		if len(buf) > limit {
 			return nil, &tooLargeError{limit}
@@ -161,6 +202,29 @@ func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// hasID reports whether body, one message or a batch, holds an object
+// with an "id" member: only then may it get an answer that notifications
+// can come before. (One without an id that is not a valid notification
+// is answered with an error, but it runs no handler, which alone sends
+// notifications.)
+func hasID(body []byte, maxBatch int) bool {
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
+	}
+	var one envelope
+	switch kind, batch := scanLine(body, &one, nil, maxBatch); kind {
+	case lineObject:
+		return one.id != nil
+	case lineBatch:
+		for i := range batch {
+			if batch[i].id != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // httpRequestKey is the context key of the *http.Request being served.
@@ -240,6 +304,7 @@ type httpFraming struct {
 	accept  httpAccept
 	frame   int
 	settled bool
+	mute    bool // drop notifications: the body holds no call
 }
 
 // NewReader is never called: the body is read whole beforehand.
@@ -251,6 +316,9 @@ func (f *httpFraming) NewReader(r io.Reader, maxSize int) MessageReader {
 // the first message: a notification first makes a lazy response a stream.
 func (f *httpFraming) AppendFrame(dst, msg []byte) []byte {
 	note := isOurNotification(msg)
+	if note && f.mute {
+		return dst
+	}
 	if !f.settled {
 		f.settled = true
 		f.frame = f.accept.stream
@@ -282,7 +350,9 @@ func isOurNotification(msg []byte) bool {
 
 // httpOut is the response writer of one HTTP request, for the connection's
 // writer: it sets the headers on the first write and flushes each write of
-// a stream.
+// a stream. Write holds mu while it uses the ResponseWriter, so that
+// ServeHTTP, which takes mu before it returns, never returns during a
+// Write.
 type httpOut struct {
 	w     http.ResponseWriter
 	frame httpFraming
@@ -321,4 +391,15 @@ func (o *httpOut) Write(p []byte) (int, error) {
 		err = http.NewResponseController(o.w).Flush()
 	}
 	return n, err
+}
+
+// Close ends a Write in flight that the client does not take: the
+// connection calls it when a write is still blocked at the end of the
+// grace period. It sets the response's write deadline to now, which makes
+// net/http's Write fail at once and ends the response; it does not wait
+// for mu, which that Write holds. A ResponseWriter without write
+// deadlines (see [http.ResponseController]) is left alone.
+func (o *httpOut) Close() error {
+	_ = http.NewResponseController(o.w).SetWriteDeadline(time.Now())
+	return nil
 }

@@ -206,6 +206,27 @@ func TestHTTPStreaming(t *testing.T) {
 	}
 }
 
+// TestHTTPNotificationsGetNoStream checks that a body without a call gets
+// 202 and no body whatever the Accept header, even when its handlers send
+// notifications, and that those of a batch with a call do stream.
+func TestHTTPNotificationsGetNoStream(t *testing.T) {
+	checkLeaks(t)
+	srv := &jsonrpc.Server{Handler: progressMux()}
+	note := `{"jsonrpc":"2.0","method":"progress","params":{"N":2}}`
+	for _, accept := range []string{"", "application/json", "text/event-stream", "application/x-ndjson", "application/json, text/event-stream"} {
+		for _, body := range []string{note, "[" + note + "," + note + "]"} {
+			t.Run(accept+" "+body[:1], func(t *testing.T) {
+				rec := post(srv, body, "Accept", accept)
+				assert.Equal(t, http.StatusAccepted, rec.Code)
+				assert.Empty(t, rec.Body.String())
+			})
+		}
+	}
+	rec := post(srv, "["+note+`,{"jsonrpc":"2.0","id":1,"method":"progress","params":{"N":0}}]`, "Accept", "application/x-ndjson")
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, 3, strings.Count(rec.Body.String(), "\n"), "two notifications, then the answer")
+}
+
 // TestHTTPStreamsAsItHappens checks that each notification reaches the
 // client while the handler still runs, not all at the end.
 func TestHTTPStreamsAsItHappens(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // An HTTPClient calls a JSON-RPC 2.0 server over HTTP, such as
@@ -30,6 +31,14 @@ import (
 // URL must be set; the other fields may be left zero. An HTTPClient is
 // safe for concurrent use, and its fields must not change once it is in
 // use. Connections are kept alive and reused as the [http.Client] does.
+//
+// A call returns as soon as it has its answer. Of a streamed response
+// that goes on after the answer, a call that accepts streams (OnNotify
+// is set, or Stream) reads at most 4 KiB more, for at most 50 ms, so that
+// a response that ends there leaves its connection to be reused, then
+// drops the request; a call that asked for plain JSON does not read it
+// at all. Either way a server that holds its response open keeps the
+// call no longer, at the cost of its connection.
 type HTTPClient struct {
 	// URL is the server's endpoint.
 	URL string
@@ -53,7 +62,11 @@ type HTTPClient struct {
 	OnNotify func(req *Request)
 
 	// MaxMessageSize is the largest message read from a response; zero
-	// means [DefaultMaxMessageSize].
+	// means [DefaultMaxMessageSize]. A longer one, in any framing, fails
+	// the call with an error wrapping [ErrMessageTooLarge] as soon as it
+	// passes the limit (reading stops within 4 KiB of it), and a plain
+	// JSON body whose Content-Length is over the limit is not read at
+	// all.
 	MaxMessageSize int
 
 	ids atomic.Int64
@@ -88,13 +101,13 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 	}
 	id := c.ids.Add(1)
 	body := appendCall(nil, id, method, raw)
-	resp, err := c.post(ctx, body, c.accept())
+	x, err := c.post(ctx, body, c.accept())
 	if err != nil {
 		return err
 	}
-	defer drainClose(resp.Body)
+	defer x.end()
 	var answered bool
-	err = c.messages(resp, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
+	err = c.messages(&x, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
 		if kind != lineObject {
 			return false, nil
 		}
@@ -121,11 +134,11 @@ func (c *HTTPClient) Notify(ctx context.Context, method string, params any) erro
 	if err != nil {
 		return err
 	}
-	resp, err := c.post(ctx, appendRequest(nil, "", method, raw), contentJSON)
+	x, err := c.post(ctx, appendRequest(nil, "", method, raw), contentJSON)
 	if err != nil {
 		return err
 	}
-	drainClose(resp.Body)
+	x.end()
 	return nil
 }
 
@@ -155,15 +168,15 @@ func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
 		body = appendCall(body, id, bc.Method, raw)
 	}
 	body = append(body, ']')
-	resp, err := c.post(ctx, body, c.accept())
+	x, err := c.post(ctx, body, c.accept())
 	if err != nil {
 		for _, bc := range ids {
 			bc.Err = err
 		}
 		return err
 	}
-	defer drainClose(resp.Body)
-	return c.messages(resp, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
+	defer x.end()
+	return c.messages(&x, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
 		switch kind {
 		case lineObject:
 			if c.note(e) {
@@ -216,18 +229,16 @@ func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter
 			yield(nil, err)
 			return
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
 		id := c.ids.Add(1)
-		resp, err := c.post(ctx, appendCall(nil, id, method, raw), contentSSE)
+		x, err := c.post(ctx, appendCall(nil, id, method, raw), contentSSE)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		defer drainClose(resp.Body)
+		defer x.end()
 		quoted := strconv.AppendInt(nil, id, 10)
 		answered, stopped := false, false
-		err = c.messages(resp, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
+		err = c.messages(&x, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
 			if kind != lineObject {
 				return false, nil
 			}
@@ -246,6 +257,7 @@ func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter
 			return !found, err
 		})
 		if stopped {
+			x.cancel() // drops the request, rather than draining it
 			return
 		}
 		if err == nil && !answered {
@@ -297,12 +309,57 @@ func (c *HTTPClient) note(e *envelope) bool {
 	return true
 }
 
-// post sends body and returns the response, which has status 200, 202 or
-// 204; any other status is an *HTTPError.
-func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (*http.Response, error) {
+// Once a call has its answer, drainTime and drainBytes bound what it
+// reads of the rest of a streamed response, so that a server that ends
+// the response right after the answer leaves its connection to be reused.
+const (
+	drainTime  = 50 * time.Millisecond
+	drainBytes = 4 << 10
+)
+
+// An exchange is one POST and its response.
+type exchange struct {
+	resp *http.Response
+	// cancel abandons the request. It is nil for a request that accepts
+	// plain JSON only, which costs nothing to set up: a server sends
+	// such a request a stream only in spite of its Accept header.
+	cancel context.CancelFunc
+	eof    bool // the body has been read to its end
+}
+
+// end closes the response once the call has what it wants from it. A body
+// read to its end is closed at once, which leaves the connection to be
+// reused. Otherwise, if the request can be abandoned, at most drainBytes
+// more of the body are read, for at most drainTime, so that a response
+// that ends right after the answer leaves its connection to be reused too;
+// then the request is abandoned. A body that cannot be drained so is
+// closed unread, and the connection with it.
+func (x *exchange) end() {
+	if !x.eof && x.cancel != nil {
+		stop := time.AfterFunc(drainTime, x.cancel)
+		_, _ = io.CopyN(io.Discard, x.resp.Body, drainBytes)
+		stop.Stop()
+	}
+	_ = x.resp.Body.Close()
+	if x.cancel != nil {
+		x.cancel()
+	}
+}
+
+// post sends body and returns the exchange, whose response has status
+// 200, 202 or 204; any other status is an *HTTPError. The caller ends the
+// exchange.
+func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (exchange, error) {
+	var cancel context.CancelFunc
+	if accept != contentJSON {
+		ctx, cancel = context.WithCancel(ctx)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		if cancel != nil {
+			cancel()
+		}
+		return exchange{}, err
 	}
 	for k, v := range c.Header {
 		req.Header[k] = v
@@ -315,28 +372,28 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (*htt
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		if cancel != nil {
+			cancel()
+		}
+		return exchange{}, err
 	}
+	x := exchange{resp: resp, cancel: cancel, eof: resp.ContentLength == 0}
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusAccepted, http.StatusNoContent:
-		return resp, nil
+		return x, nil
 	}
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	drainClose(resp.Body)
-	return nil, &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: head}
+	x.eof = len(head) < 512
+	x.end()
+	return exchange{}, &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: head}
 }
 
-// drainClose reads a little of what is left of body, so that the
-// connection can be reused, and closes it.
-func drainClose(body io.ReadCloser) {
-	_, _ = io.CopyN(io.Discard, body, 4<<10)
-	_ = body.Close()
-}
-
-// messages calls f for each message of resp, whatever its framing, until
-// f reports false or fails; f's envelopes are valid only during the call.
-// A response without a body (202, 204) has no messages.
-func (c *HTTPClient) messages(resp *http.Response, f func(e *envelope, batch []envelope, kind lineKind) (bool, error)) error {
+// messages calls f for each message of x's response, whatever its
+// framing, until f reports false or fails; f's envelopes are valid only
+// during the call. A response without a body (202, 204) has no messages.
+// It notes in x whether it read the body to its end.
+func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope, kind lineKind) (bool, error)) error {
+	resp := x.resp
 	if resp.StatusCode != http.StatusOK {
 		return nil
 	}
@@ -360,13 +417,14 @@ func (c *HTTPClient) messages(resp *http.Response, f func(e *envelope, batch []e
 	var mr MessageReader // nil for plain JSON: the body is one message
 	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
 	case contentSSE:
-		mr = &sseReader{r: bufio.NewReader(resp.Body), max: limit}
+		mr = &sseReader{lineScanner: lineScanner{r: bufio.NewReader(resp.Body), max: limit}}
 	case contentNDJSON:
-		mr = NewLineReader(resp.Body, limit)
+		mr = &ndjsonReader{lineScanner{r: bufio.NewReader(resp.Body), max: limit}}
 	}
 	for mr != nil {
 		msg, err := mr.ReadMessage()
 		if err == io.EOF {
+			x.eof = true
 			return nil
 		}
 		if err != nil {
@@ -380,18 +438,72 @@ func (c *HTTPClient) messages(resp *http.Response, f func(e *envelope, batch []e
 	if err != nil {
 		return err
 	}
+	x.eof = true
 	_, err = each(body)
 	return err
+}
+
+// lineScanner reads lines of at most max bytes, for the readers of
+// streamed responses. Unlike a LineReader, which a server needs to go on
+// past a line over its limit, it fails as soon as a line passes the
+// limit, so that a client stops reading an endless line at once.
+type lineScanner struct {
+	r    *bufio.Reader
+	max  int
+	line []byte
+}
+
+// readLine returns the next line without its ending ("\n", "\r\n" or
+// "\r" before "\n"); a line over the limit is an error.
+func (s *lineScanner) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		s.line = append(s.line, chunk...)
+		if len(s.line) > s.max+2 {
+			return nil, &tooLargeError{s.max}
+		}
+		switch {
+		case err == nil:
+			line := s.line[:len(s.line)-1]
+			return bytes.TrimSuffix(line, []byte{'\r'}), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && len(s.line) > 0:
+			return bytes.TrimSuffix(s.line, []byte{'\r'}), nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// ndjsonReader reads newline-delimited JSON, as a LineReader does (a
+// trailing "\r" is removed, blank lines are skipped), except that a line
+// over the limit is an error that ends the stream.
+type ndjsonReader struct{ lineScanner }
+
+// ReadMessage returns the next line that is not blank.
+func (n *ndjsonReader) ReadMessage() ([]byte, error) {
+	for {
+		line, err := n.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if len(line) > n.max {
+			return nil, &tooLargeError{n.max}
+		}
+		if skipSpace(line, 0) < len(line) {
+			return line, nil
+		}
+	}
 }
 
 // sseReader reads the data of server-sent events: the "data" lines of an
 // event, joined by newlines, once the blank line that ends it is read.
 // Other fields and comments are skipped. An event whose data is over max
-// bytes is an error that ends the stream.
+// bytes, or a line longer than that, is an error that ends the stream.
 type sseReader struct {
-	r    *bufio.Reader
-	max  int
-	line []byte
+	lineScanner
 	data []byte
 }
 
@@ -430,30 +542,6 @@ func (s *sseReader) ReadMessage() ([]byte, error) {
 		has = true
 		if len(s.data) > s.max {
 			return nil, &tooLargeError{s.max}
-		}
-	}
-}
-
-// readLine returns the next line without its ending ("\n", "\r\n" or
-// "\r" before "\n"); a line over the limit is an error.
-func (s *sseReader) readLine() ([]byte, error) {
-	s.line = s.line[:0]
-	for {
-		chunk, err := s.r.ReadSlice('\n')
-		s.line = append(s.line, chunk...)
-		if len(s.line) > s.max+2 {
-			return nil, &tooLargeError{s.max}
-		}
-		switch {
-		case err == nil:
-			line := s.line[:len(s.line)-1]
-			return bytes.TrimSuffix(line, []byte{'\r'}), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == io.EOF && len(s.line) > 0:
-			return bytes.TrimSuffix(s.line, []byte{'\r'}), nil
-		default:
-			return nil, err
 		}
 	}
 }

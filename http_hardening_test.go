@@ -1,0 +1,429 @@
+package jsonrpc_test
+
+// Regression tests for the HTTP defects of the issue "Hardening III": a
+// Content-Length that panics HTTPClient (1), ServeHTTP allocating what a
+// body claims before it arrives (2), CancelGrace not honoured over HTTP
+// (3), a client that does not read its event stream outliving Close (4),
+// HTTPClient reading an over-limit NDJSON line to its end (5), and
+// HTTPClient waiting after its answer for the server to close (6).
+// Liveness is checked against deadlines far above the cost of the work,
+// memory with runtime/metrics against generous bounds.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// rawHTTPServer serves each connection it accepts by reading one request
+// and passing the connection to respond, which writes the response by
+// hand; the connection is closed when respond returns. It returns the
+// server's URL; the cleanup stops it and waits for its goroutines.
+func rawHTTPServer(t *testing.T, respond func(nc net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer nc.Close()
+				req, err := http.ReadRequest(bufio.NewReader(nc))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				respond(nc)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = l.Close()
+		wg.Wait()
+	})
+	return "http://" + l.Addr().String()
+}
+
+// newTransportClient returns an http.Client with a Transport of its own,
+// whose idle connections the cleanup closes.
+func newTransportClient(t *testing.T) *http.Client {
+	t.Helper()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// TestHTTPHardeningClientContentLength answers HTTPClient with a
+// Content-Length it cannot hold, the largest an HTTP parser accepts among
+// them: the call fails with ErrMessageTooLarge, before reading the body,
+// rather than panicking.
+func TestHTTPHardeningClientContentLength(t *testing.T) {
+	checkLeaks(t)
+	const limit = 1 << 20
+	answer := `{"jsonrpc":"2.0","id":1,"result":1}`
+	for _, tc := range []struct{ name, length string }{
+		{"largest int64", "9223372036854775807"},
+		{"largest int64 less one", "9223372036854775806"},
+		{"one over the limit", fmt.Sprint(limit + 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := rawHTTPServer(t, func(nc net.Conn) {
+				_, _ = io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+tc.length+"\r\n\r\n"+answer)
+			})
+			c := &jsonrpc.HTTPClient{URL: url, Client: newTransportClient(t), MaxMessageSize: limit}
+			err := c.Call(t.Context(), "x", nil, nil)
+			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+		})
+	}
+}
+
+// firstRead signals, on the first Read of a request body, that the server
+// has allocated for it and waits for its bytes.
+type firstRead struct {
+	io.ReadCloser
+	once    sync.Once
+	reading chan<- struct{}
+}
+
+func (r *firstRead) Read(p []byte) (int, error) {
+	r.once.Do(func() { r.reading <- struct{}{} })
+	return r.ReadCloser.Read(p)
+}
+
+// TestHTTPHardeningBodyMemory sends POSTs that claim a body just under the
+// default limit (67,108,863 bytes) and send one byte. What the server
+// holds must follow the bytes that arrived, not the claim: under 1 MiB a
+// request, where the claim would be 64 MiB.
+func TestHTTPHardeningBodyMemory(t *testing.T) {
+	checkLeaks(t)
+	const (
+		requests = 8
+		claimed  = jsonrpc.DefaultMaxMessageSize - 1
+	)
+	reading := make(chan struct{}, requests)
+	srv := &jsonrpc.Server{Handler: specMux()}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &firstRead{ReadCloser: r.Body, reading: reading}
+		srv.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+
+	before := heapObjects()
+	for range requests {
+		nc, err := net.Dial("tcp", ts.Listener.Addr().String())
+		require.NoError(t, err)
+		defer nc.Close()
+		_, err = fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", claimed)
+		require.NoError(t, err)
+	}
+	for range requests {
+		recv(t, reading, "a server reading a body")
+	}
+	grown := int64(heapObjects()) - int64(before)
+	t.Logf("heap grew by %d KiB for %d bodies of one byte", grown>>10, requests)
+	assert.Less(t, grown, int64(requests<<20), "the server allocates what the bodies claim, not what arrived")
+}
+
+// TestHTTPHardeningCancelGrace checks that ServeHTTP returns about
+// CancelGrace after its client goes away or Server.Close, while its
+// handler ignores its context, and that what the abandoned handler sends
+// later goes nowhere.
+func TestHTTPHardeningCancelGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(srv *jsonrpc.Server, hangUp context.CancelFunc)
+	}{
+		{"client goes away", func(_ *jsonrpc.Server, hangUp context.CancelFunc) { hangUp() }},
+		{"Server.Close", func(srv *jsonrpc.Server, _ context.CancelFunc) { _ = srv.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			started := make(chan struct{}, 1)
+			release := make(chan struct{})
+			late := make(chan error, 1)
+			mux := jsonrpc.NewMux()
+			mux.HandleFunc("stubborn", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+				started <- struct{}{}
+				<-release // and not ctx
+				late <- jsonrpc.Notify(ctx, "late", nil)
+				return "late", nil
+			})
+			srv := &jsonrpc.Server{Handler: mux, CancelGrace: 300 * time.Millisecond}
+			served := make(chan struct{}, 1)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				srv.ServeHTTP(w, r)
+				served <- struct{}{}
+			}))
+			defer ts.Close()
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(*jsonrpc.Request) {}}
+
+			ctx, hangUp := context.WithCancel(t.Context())
+			defer hangUp()
+			called := make(chan error, 1)
+			go func() { called <- c.Call(ctx, "stubborn", nil, nil) }()
+			recv(t, started, "the handler to start")
+			tc.stop(srv, hangUp)
+			select {
+			case <-served:
+			case <-time.After(2 * time.Second):
+				t.Error("ServeHTTP did not return within 2 s, with a CancelGrace of 300 ms")
+			}
+			close(release)
+			assert.Error(t, recv(t, late, "the abandoned handler's notification"), "the abandoned handler's notification goes nowhere")
+			assert.Error(t, recv(t, called, "the call"))
+		})
+	}
+}
+
+// bigWriteListener accepts connections with small send buffers, and
+// signals once one of them is asked to write at least big bytes at once.
+type bigWriteListener struct {
+	net.Listener
+	big  int
+	once sync.Once
+	seen chan struct{}
+}
+
+func (l *bigWriteListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	_ = nc.(*net.TCPConn).SetWriteBuffer(16 << 10)
+	return &bigWriteConn{Conn: nc, l: l}, nil
+}
+
+type bigWriteConn struct {
+	net.Conn
+	l *bigWriteListener
+}
+
+func (c *bigWriteConn) Write(p []byte) (int, error) {
+	if len(p) >= c.l.big {
+		c.l.once.Do(func() { close(c.l.seen) })
+	}
+	return c.Conn.Write(p)
+}
+
+// TestHTTPHardeningCloseUnreadStream has a handler stream notifications
+// of 2 MiB to a client that never reads them. The sockets' buffers are
+// small, so a Write of 1 MiB or more to the connection never ends; once
+// one has started, Server.Close must end ServeHTTP within its bound all
+// the same.
+func TestHTTPHardeningCloseUnreadStream(t *testing.T) {
+	checkLeaks(t)
+	pad := strings.Repeat("x", 2<<20)
+	mux := jsonrpc.NewMux()
+	mux.HandleFunc("flood", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		for {
+			if err := jsonrpc.Notify(ctx, "pad", []string{pad}); err != nil {
+				return nil, err
+			}
+		}
+	})
+	srv := &jsonrpc.Server{Handler: mux, CancelGrace: 500 * time.Millisecond}
+	served := make(chan struct{}, 1)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(w, r)
+		served <- struct{}{}
+	}))
+	l := &bigWriteListener{Listener: ts.Listener, big: 1 << 20, seen: make(chan struct{})}
+	ts.Listener = l
+	ts.Start()
+	defer ts.Close()
+
+	nc, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.(*net.TCPConn).SetReadBuffer(16<<10))
+	body := `{"jsonrpc":"2.0","id":1,"method":"flood"}`
+	_, err = fmt.Fprintf(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	recv(t, l.seen, "a write larger than the sockets hold")
+
+	require.NoError(t, srv.Close())
+	select {
+	case <-served:
+	case <-time.After(3 * time.Second):
+		t.Error("ServeHTTP did not return within 3 s of Close, with a CancelGrace of 500 ms")
+	}
+}
+
+// TestHTTPHardeningClientMessageLimit answers HTTPClient with one endless
+// message in each framing: the call must fail with ErrMessageTooLarge as
+// soon as the message passes the limit, not read on to the ctx deadline.
+func TestHTTPHardeningClientMessageLimit(t *testing.T) {
+	checkLeaks(t)
+	const limit = 1 << 20
+	for _, tc := range []struct{ name, ctype, prefix string }{
+		{"ndjson", "application/x-ndjson", `{"jsonrpc":"2.0","method":"log","params":["a"]}` + "\n" + `{"jsonrpc":"2.0","id":1,"result":"`},
+		{"sse", "text/event-stream", "data: " + `{"jsonrpc":"2.0","id":1,"result":"`},
+		{"sse comment", "text/event-stream", ":"},
+		{"json", "application/json", `{"jsonrpc":"2.0","id":1,"result":"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var written atomic.Int64
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				_, _ = io.WriteString(w, tc.prefix)
+				chunk := bytes.Repeat([]byte("x"), 64<<10)
+				for r.Context().Err() == nil {
+					n, err := w.Write(chunk)
+					written.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}))
+			defer ts.Close()
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), MaxMessageSize: limit, OnNotify: func(*jsonrpc.Request) {}}
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			var err error
+			if returnsWithin(t, promptly, "the call", func() { err = c.Call(ctx, "x", nil, nil) }) {
+				assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+				assert.Less(t, written.Load(), int64(32<<20), "the client read far past its limit")
+			}
+			cancel()
+			ts.CloseClientConnections()
+		})
+	}
+}
+
+// firstID returns the id of the request, or of the batch's first request,
+// that r carries.
+func firstID(r *http.Request) int64 {
+	body, _ := io.ReadAll(r.Body)
+	var one struct{ ID int64 }
+	if json.Unmarshal(body, &one) == nil {
+		return one.ID
+	}
+	var batch []struct{ ID int64 }
+	if json.Unmarshal(body, &batch) == nil && len(batch) > 0 {
+		return batch[0].ID
+	}
+	return 0
+}
+
+// TestHTTPHardeningClientDrain answers HTTPClient in a stream, then holds
+// the response open: each method returns once it has its answer. A
+// response read to its end still leaves its connection to be reused.
+func TestHTTPHardeningClientDrain(t *testing.T) {
+	checkLeaks(t)
+	answer := `{"jsonrpc":"2.0","id":%d,"result":2}`
+	type caller func(c *jsonrpc.HTTPClient) error
+	call := func(c *jsonrpc.HTTPClient) error { return c.Call(context.Background(), "x", nil, nil) }
+	for _, tc := range []struct {
+		name, ctype, frame string
+		notes              bool // the client takes notifications
+		run                caller
+	}{
+		{"Call, sse", "text/event-stream", "data: %s\n\n", false, call},
+		{"Call with OnNotify, sse", "text/event-stream", "data: %s\n\n", true, call},
+		{"Call with OnNotify, ndjson", "application/x-ndjson", "%s\n", true, call},
+		{"Batch, sse", "text/event-stream", "data: [%s]\n\n", true, func(c *jsonrpc.HTTPClient) error {
+			bc := &jsonrpc.BatchCall{Method: "x"}
+			if err := c.Batch(context.Background(), bc); err != nil {
+				return err
+			}
+			return bc.Err
+		}},
+		{"Stream, sse", "text/event-stream", "data: %s\n\n", false, func(c *jsonrpc.HTTPClient) error {
+			for _, err := range c.Stream(context.Background(), "x", nil) {
+				return err
+			}
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				_, _ = fmt.Fprintf(w, tc.frame, fmt.Sprintf(answer, firstID(r)))
+				_ = http.NewResponseController(w).Flush()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}))
+			defer ts.Close()
+			defer close(release)
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+			if tc.notes {
+				c.OnNotify = func(*jsonrpc.Request) {}
+			}
+			var err error
+			if returnsWithin(t, promptly, "the call, answered,", func() { err = tc.run(c) }) {
+				assert.NoError(t, err)
+			}
+		})
+	}
+
+	t.Run("read to its end", func(t *testing.T) {
+		var conns atomic.Int32
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body := fmt.Sprintf("data: "+answer+"\n\n", firstID(r))
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			_, _ = io.WriteString(w, body)
+		}))
+		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		ts.Start()
+		defer ts.Close()
+		for _, notes := range []bool{false, true} {
+			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+			if notes {
+				c.OnNotify = func(*jsonrpc.Request) {}
+			}
+			for range 10 {
+				require.NoError(t, c.Call(t.Context(), "x", nil, nil))
+			}
+		}
+		assert.Equal(t, int32(1), conns.Load(), "calls reuse one kept-alive connection")
+	})
+
+	t.Run("ServeHTTP's stream", func(t *testing.T) {
+		var conns atomic.Int32
+		ts := httptest.NewUnstartedServer(&jsonrpc.Server{Handler: progressMux()})
+		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		ts.Start()
+		defer ts.Close()
+		notes := 0
+		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(*jsonrpc.Request) { notes++ }}
+		for range 20 {
+			var done string
+			require.NoError(t, c.Call(t.Context(), "progress", map[string]int{"N": 1}, &done))
+			assert.Equal(t, "done", done)
+		}
+		assert.Equal(t, 20, notes, "every answer came in a stream")
+		assert.Less(t, conns.Load(), int32(10), "most calls reuse their connection: the drain waits for the end that follows the answer")
+	})
+}

@@ -1,0 +1,98 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReadBodySmallIsOneAllocation checks that a body of known size up to
+// maxFirstBodyBuf costs readBody one allocation, of its size and one byte
+// to see its end.
+func TestReadBodySmallIsOneAllocation(t *testing.T) {
+	for _, n := range []int{0, 1, 57, 4 << 10, maxFirstBodyBuf - 1, maxFirstBodyBuf} {
+		body := strings.Repeat("x", n)
+		rd := strings.NewReader(body)
+		var got []byte
+		allocs := testing.AllocsPerRun(10, func() {
+			rd.Reset(body)
+			var err error
+			got, err = readBody(rd, int64(n), DefaultMaxMessageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Equal(t, 1.0, allocs, "%d bytes", n)
+		assert.Equal(t, body, string(got), "%d bytes", n)
+		assert.Equal(t, n+1, cap(got), "%d bytes", n)
+	}
+}
+
+// readRecorder hands out its data in pieces of at most step bytes, and
+// records the room each Read offers.
+type readRecorder struct {
+	data []byte
+	step int
+	read int
+	room []int // len(p) of each Read, with the bytes read before it
+	past []int
+}
+
+func (r *readRecorder) Read(p []byte) (int, error) {
+	r.room = append(r.room, len(p))
+	r.past = append(r.past, r.read)
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.step)], r.data)
+	r.data = r.data[n:]
+	r.read += n
+	return n, nil
+}
+
+// TestReadBodyGrowsWithWhatArrives checks that the buffer readBody reads
+// into follows the bytes that have arrived, whatever the Content-Length
+// claims: at most maxFirstBodyBuf and a byte at first, then at most twice
+// what has arrived, and never more than the limit and a byte.
+func TestReadBodyGrowsWithWhatArrives(t *testing.T) {
+	const limit = 1 << 20
+	tests := []struct {
+		name  string
+		size  int64 // the Content-Length, -1 for none
+		body  int
+		err   error
+		bytes int // the most offered to a Read, past what had arrived
+	}{
+		{"claims the limit, sends 1 byte", limit, 1, nil, maxFirstBodyBuf + 1},
+		{"claims the limit, sends 100 KiB", limit, 100 << 10, nil, 200 << 10},
+		{"claims the limit, sends it", limit, limit, nil, limit + 1},
+		{"unknown, sends 100 KiB", -1, 100 << 10, nil, 200 << 10},
+		{"unknown, sends over the limit", -1, limit + 10, ErrMessageTooLarge, limit + 1},
+		{"claims less, sends over the limit", 1000, limit + 10, ErrMessageTooLarge, limit + 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := bytes.Repeat([]byte("x"), tc.body)
+			r := &readRecorder{data: data, step: 1000}
+			got, err := readBody(r, tc.size, limit)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, tc.body, len(got))
+			}
+			most := 0
+			for i, room := range r.room {
+				buf := r.past[i] + room // the buffer's capacity
+				assert.LessOrEqual(t, buf, max(maxFirstBodyBuf+1, 2*r.past[i]), "read %d: a buffer of %d after %d bytes", i, buf, r.past[i])
+				assert.LessOrEqual(t, buf, limit+1, "read %d", i)
+				most = max(most, buf)
+			}
+			assert.LessOrEqual(t, most, tc.bytes)
+		})
+	}
+}
