@@ -200,10 +200,17 @@ func (c *conn) serve(ctx context.Context) error {
 		defer c.watchIdle()()
 	}
 	drained := false // the end of the input had both its graces
-	// An HTTP body, read already, is served off its goroutine too, so
-	// that ServeHTTP can return after the grace period while a handler
-	// ignores its context.
-	go c.readLoop(newReadState(), false)
+	if c.in.mode == modeWhole {
+		// An HTTP body, read already, is served off its goroutine too,
+		// so that ServeHTTP can return after the grace period while a
+		// handler ignores its context; see growStack.
+		go func() {
+			growStack()
+			c.readLoop(newReadState(), false)
+		}()
+	} else {
+		go c.readLoop(newReadState(), false)
+	}
 
 	select {
 	case <-c.finished:

@@ -64,9 +64,9 @@ type HTTPClient struct {
 	// MaxMessageSize is the largest message read from a response; zero
 	// means [DefaultMaxMessageSize]. A longer one, in any framing, fails
 	// the call with an error wrapping [ErrMessageTooLarge] as soon as it
-	// passes the limit (reading stops within 4 KiB of it), and a plain
-	// JSON body whose Content-Length is over the limit is not read at
-	// all.
+	// passes the limit: reading stops within 4 KiB of it (an event made
+	// of several data lines, within one line of it), and a plain JSON
+	// body whose Content-Length is over the limit is not read at all.
 	MaxMessageSize int
 
 	ids atomic.Int64
