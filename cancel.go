@@ -189,3 +189,66 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte) {
 		c.onCancel(cause, running, queued)
 	}
 }
+
+// The table of requests a cancel may reach.
+
+func (c *conn) register(rc *reqCtx) {
+	c.mu.Lock()
+	c.registerLocked(rc)
+	c.mu.Unlock()
+}
+
+// settle takes a finished request out of reach of cancels.
+func (c *conn) settle(rc *reqCtx) {
+	if rc == nil {
+		return
+	}
+	c.mu.Lock()
+	if rc.pos > 0 {
+		c.unregisterLocked(rc)
+	}
+	rc.pos = posSettled
+	c.mu.Unlock()
+}
+
+// registerLocked puts rc in reach of cancels, in the list of the requests
+// in flight with its id. A request knows its place in the list, and
+// leaves it by a swap with the last, so that adding and removing a
+// request cost the same however many share its id.
+func (c *conn) registerLocked(rc *reqCtx) {
+	if rc == nil || rc.pos != 0 || rc.id == "" {
+		return
+	}
+	if c.active == nil {
+		c.active = make(map[string][]*reqCtx)
+	}
+	list := append(c.active[rc.id], rc)
+	c.active[rc.id] = list
+	rc.pos = int32(len(list))
+}
+
+func (c *conn) unregisterLocked(rc *reqCtx) {
+	list := c.active[rc.id]
+	i, last := rc.pos-1, len(list)-1
+	moved := list[last]
+	list[i], moved.pos = moved, i+1
+	list[last] = nil
+	if last == 0 {
+		delete(c.active, rc.id)
+	} else {
+		c.active[rc.id] = list[:last]
+	}
+	rc.pos = 0
+}
+
+// takeActiveLocked takes every request in flight with id out of reach of
+// later cancels, and returns them. A cancel reaches each request once:
+// later cancels of the same id cost nothing for it.
+func (c *conn) takeActiveLocked(id string) []*reqCtx {
+	list := c.active[id]
+	delete(c.active, id)
+	for _, rc := range list {
+		rc.pos = posSettled
+	}
+	return list
+}

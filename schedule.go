@@ -5,7 +5,6 @@ package jsonrpc
 // workers, and what the server learns about each method.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -419,131 +418,6 @@ func (c *conn) work() {
 	}
 }
 
-// freeSlotLocked gives up a slot: to the first handler waiting to go on
-// after a call to the peer, or else back to the pool.
-func (c *conn) freeSlotLocked() {
-	if len(c.resume) > 0 {
-		c.popResumerLocked()
-		return
-	}
-	c.running.Add(-1)
-	c.cond.Broadcast()
-}
-
-// slotHolder returns the request context that ctx belongs to when it is
-// that of a handler of c, so that a call to the peer made with it lets go
-// of the handler's slot while it waits; otherwise nil.
-func (c *conn) slotHolder(ctx context.Context) *reqCtx {
-	rc, _ := ctx.Value(senderKey{}).(*reqCtx)
-	if rc == nil || rc.conn != c {
-		return nil
-	}
-	return rc
-}
-
-// leaveSlot lets the handler of rc, about to wait for the peer, give up
-// the slot it holds, so that MaxInFlight bounds the handlers that run, not
-// those that wait: handlers that call each other across a connection
-// (A calls B, whose handler calls A, whose handler calls B ...) can never
-// hold every slot while they wait for requests queued behind them. The
-// slot goes to a handler waiting to go on, or to the next queued unit.
-// A handler whose calls overlap gives it up once, at its first.
-func (c *conn) leaveSlot(rc *reqCtx) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := rc.arm()
-	if a.waits++; a.waits > 1 || !rc.holdsSlot() || c.isAborted() {
-		return
-	}
-	a.freed = true
-	switch {
-	case len(c.resume) > 0:
-		c.freeSlotLocked()
-	case len(c.queue) > 0:
-		c.live++
-		go func() {
-			defer c.exit()
-			c.work()
-		}()
-	default:
-		c.running.Add(-1)
-		c.cond.Broadcast()
-	}
-}
-
-// retakeSlot takes a slot again for the handler of rc, back from its last
-// call to the peer, waiting if every slot is taken. Handlers waiting so
-// get the next slot freed, before the queue.
-func (c *conn) retakeSlot(rc *reqCtx) {
-	c.mu.Lock()
-	a := rc.arm()
-	if a.waits--; a.waits > 0 || !a.freed {
-		c.mu.Unlock()
-		return
-	}
-	a.freed = false
-	// resumeN is stored before the reader's state is read, and the reader
-	// stores its state before it reads resumeN (see admitResumer): a unit
-	// that runs inline, which holds no slot but counts against the bound,
-	// either is seen here or, when it ends, sees this wait.
-	c.resumeN.Add(1)
-	if c.running.Add(1)+c.inlineRunning() <= c.maxFlight || c.isAborted() {
-		c.resumeN.Add(-1)
-		c.mu.Unlock()
-		return
-	}
-	c.running.Add(-1)
-	ready := make(chan struct{})
-	c.resume = append(c.resume, ready)
-	c.mu.Unlock()
-	select {
-	case <-ready:
-	case <-c.aborted:
-		// Nothing more is read: go on, over the bound, as the rest of
-		// the connection's handlers end.
-		c.mu.Lock()
-		for i, ch := range c.resume {
-			if ch == ready {
-				c.resume = append(c.resume[:i], c.resume[i+1:]...)
-				c.resumeN.Add(-1)
-				c.running.Add(1)
-				break
-			}
-		}
-		c.mu.Unlock()
-	}
-}
-
-// inlineRunning returns 1 while a unit runs inline on the reading role,
-// and 0 otherwise.
-func (c *conn) inlineRunning() int32 {
-	if s := c.reader.Load().state.Load(); s&stateBusy != 0 && s&stateHandedOff == 0 {
-		return 1
-	}
-	return 0
-}
-
-// admitResumer lets a handler that waits to go on after a call to the peer
-// take the room that a unit run inline has just left, if no slot holder
-// took it; the reader calls it after such a unit while resumeN says that
-// someone waits.
-func (c *conn) admitResumer() {
-	c.mu.Lock()
-	if len(c.resume) > 0 && c.running.Load() < c.maxFlight {
-		c.running.Add(1)
-		c.popResumerLocked()
-	}
-	c.mu.Unlock()
-}
-
-// popResumerLocked lets the first handler waiting for a slot go on.
-func (c *conn) popResumerLocked() {
-	close(c.resume[0])
-	c.resume[0] = nil
-	c.resume = c.resume[1:]
-	c.resumeN.Add(-1)
-}
-
 // runUnit runs the tasks of u in order and writes the answer. rs is the
 // reading role when the unit runs inline, and nil on a worker.
 //
@@ -662,67 +536,6 @@ func (c *conn) runTask(t *task, rs *readState, inline bool) (result []byte, werr
 // worker (rs is nil), or inline on a reader that has been handed off.
 func offReader(rs *readState) bool {
 	return rs == nil || rs.state.Load()&stateHandedOff != 0
-}
-
-func (c *conn) register(rc *reqCtx) {
-	c.mu.Lock()
-	c.registerLocked(rc)
-	c.mu.Unlock()
-}
-
-// settle takes a finished request out of reach of cancels.
-func (c *conn) settle(rc *reqCtx) {
-	if rc == nil {
-		return
-	}
-	c.mu.Lock()
-	if rc.pos > 0 {
-		c.unregisterLocked(rc)
-	}
-	rc.pos = posSettled
-	c.mu.Unlock()
-}
-
-// registerLocked puts rc in reach of cancels, in the list of the requests
-// in flight with its id. A request knows its place in the list, and
-// leaves it by a swap with the last, so that adding and removing a
-// request cost the same however many share its id.
-func (c *conn) registerLocked(rc *reqCtx) {
-	if rc == nil || rc.pos != 0 || rc.id == "" {
-		return
-	}
-	if c.active == nil {
-		c.active = make(map[string][]*reqCtx)
-	}
-	list := append(c.active[rc.id], rc)
-	c.active[rc.id] = list
-	rc.pos = int32(len(list))
-}
-
-func (c *conn) unregisterLocked(rc *reqCtx) {
-	list := c.active[rc.id]
-	i, last := rc.pos-1, len(list)-1
-	moved := list[last]
-	list[i], moved.pos = moved, i+1
-	list[last] = nil
-	if last == 0 {
-		delete(c.active, rc.id)
-	} else {
-		c.active[rc.id] = list[:last]
-	}
-	rc.pos = 0
-}
-
-// takeActiveLocked takes every request in flight with id out of reach of
-// later cancels, and returns them. A cancel reaches each request once:
-// later cancels of the same id cost nothing for it.
-func (c *conn) takeActiveLocked(id string) []*reqCtx {
-	list := c.active[id]
-	delete(c.active, id)
-	for _, rc := range list {
-		rc.pos = posSettled
-	}
-	return list
 }
 
 // arm starts the watchdog's timer unless it runs already. The reader

@@ -1,0 +1,132 @@
+package jsonrpc
+
+// This file holds the slots that bound the handlers running on a
+// connection (MaxInFlight), and how a handler that waits for the peer
+// gives its slot up and takes one again.
+
+import "context"
+
+// freeSlotLocked gives up a slot: to the first handler waiting to go on
+// after a call to the peer, or else back to the pool.
+func (c *conn) freeSlotLocked() {
+	if len(c.resume) > 0 {
+		c.popResumerLocked()
+		return
+	}
+	c.running.Add(-1)
+	c.cond.Broadcast()
+}
+
+// slotHolder returns the request context that ctx belongs to when it is
+// that of a handler of c, so that a call to the peer made with it lets go
+// of the handler's slot while it waits; otherwise nil.
+func (c *conn) slotHolder(ctx context.Context) *reqCtx {
+	rc, _ := ctx.Value(senderKey{}).(*reqCtx)
+	if rc == nil || rc.conn != c {
+		return nil
+	}
+	return rc
+}
+
+// leaveSlot lets the handler of rc, about to wait for the peer, give up
+// the slot it holds, so that MaxInFlight bounds the handlers that run, not
+// those that wait: handlers that call each other across a connection
+// (A calls B, whose handler calls A, whose handler calls B ...) can never
+// hold every slot while they wait for requests queued behind them. The
+// slot goes to a handler waiting to go on, or to the next queued unit.
+// A handler whose calls overlap gives it up once, at its first.
+func (c *conn) leaveSlot(rc *reqCtx) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := rc.arm()
+	if a.waits++; a.waits > 1 || !rc.holdsSlot() || c.isAborted() {
+		return
+	}
+	a.freed = true
+	switch {
+	case len(c.resume) > 0:
+		c.freeSlotLocked()
+	case len(c.queue) > 0:
+		c.live++
+		go func() {
+			defer c.exit()
+			c.work()
+		}()
+	default:
+		c.running.Add(-1)
+		c.cond.Broadcast()
+	}
+}
+
+// retakeSlot takes a slot again for the handler of rc, back from its last
+// call to the peer, waiting if every slot is taken. Handlers waiting so
+// get the next slot freed, before the queue.
+func (c *conn) retakeSlot(rc *reqCtx) {
+	c.mu.Lock()
+	a := rc.arm()
+	if a.waits--; a.waits > 0 || !a.freed {
+		c.mu.Unlock()
+		return
+	}
+	a.freed = false
+	// resumeN is stored before the reader's state is read, and the reader
+	// stores its state before it reads resumeN (see admitResumer): a unit
+	// that runs inline, which holds no slot but counts against the bound,
+	// either is seen here or, when it ends, sees this wait.
+	c.resumeN.Add(1)
+	if c.running.Add(1)+c.inlineRunning() <= c.maxFlight || c.isAborted() {
+		c.resumeN.Add(-1)
+		c.mu.Unlock()
+		return
+	}
+	c.running.Add(-1)
+	ready := make(chan struct{})
+	c.resume = append(c.resume, ready)
+	c.mu.Unlock()
+	select {
+	case <-ready:
+	case <-c.aborted:
+		// Nothing more is read: go on, over the bound, as the rest of
+		// the connection's handlers end.
+		c.mu.Lock()
+		for i, ch := range c.resume {
+			if ch == ready {
+				c.resume = append(c.resume[:i], c.resume[i+1:]...)
+				c.resumeN.Add(-1)
+				c.running.Add(1)
+				break
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// inlineRunning returns 1 while a unit runs inline on the reading role,
+// and 0 otherwise.
+func (c *conn) inlineRunning() int32 {
+	if s := c.reader.Load().state.Load(); s&stateBusy != 0 && s&stateHandedOff == 0 {
+		return 1
+	}
+	return 0
+}
+
+// admitResumer lets a handler that waits to go on after a call to the peer
+// take the room that a unit run inline has just left, if no slot holder
+// took it; the reader calls it after such a unit while resumeN says that
+// someone waits.
+func (c *conn) admitResumer() {
+	c.mu.Lock()
+	if len(c.resume) > 0 && c.running.Load() < c.maxFlight {
+		c.running.Add(1)
+		c.popResumerLocked()
+	}
+	c.mu.Unlock()
+}
+
+// popResumerLocked lets the first handler waiting for a slot go on.
+func (c *conn) popResumerLocked() {
+	close(c.resume[0])
+	c.resume[0] = nil
+	c.resume = c.resume[1:]
+	c.resumeN.Add(-1)
+}
