@@ -74,8 +74,11 @@ func ExampleCall() {
 // asks the editor for its configuration. The editor here is a Conn, the
 // endpoint that both calls and serves.
 func ExampleHeaderFraming() {
+	type hoverParams struct {
+		URI string `json:"uri"` // member names match exactly
+	}
 	mux := new(jsonrpc.Mux)
-	mux.Handle("textDocument/hover", jsonrpc.Func(func(ctx context.Context, p struct{ URI string }) (string, error) {
+	mux.Handle("textDocument/hover", jsonrpc.Func(func(ctx context.Context, p hoverParams) (string, error) {
 		var config []struct{ Greeting string }
 		err := jsonrpc.Call(ctx, "workspace/configuration",
 			map[string]any{"items": []any{map[string]string{"section": "example"}}}, &config)
