@@ -2,7 +2,8 @@ package jsonrpc
 
 // This file holds strict decoding: the rules for member names that
 // encoding/json/v2 applies by default, checked before encoding/json
-// decodes params into a handler's argument ([Func], [Stream]).
+// decodes params into a handler's argument ([Func], [Stream]) and a result
+// into a caller's value ([Client.Call] and the other calls).
 //
 //   - Names match fields exactly. A member whose name differs from a
 //     field's only by case is an unknown member, ignored like any other;
@@ -36,12 +37,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 )
+
+// ErrDuplicateMember is wrapped by the error of a call whose result gives
+// a member name twice in one object, at any depth (see [Client.Call]).
+// Params that do are answered with [CodeInvalidParams] (see [Func]).
+var ErrDuplicateMember = errors.New("jsonrpc: duplicate member")
 
 // A ParamsOption changes how [Func] and [Stream] decode params.
 type ParamsOption uint8
@@ -102,6 +109,15 @@ func (e *memberError) text() string {
 	return "invalid UTF-8 in a string"
 }
 
+func (e *memberError) Error() string { return "jsonrpc: " + e.text() }
+
+func (e *memberError) Unwrap() error {
+	if e.reason == reasonDuplicate {
+		return ErrDuplicateMember
+	}
+	return nil
+}
+
 // invalidParams returns the Invalid params error that answers params the
 // strict rules reject. Its data says why, and for a duplicate which
 // member and where: {"reason":"duplicate member","member":"name",
@@ -156,6 +172,21 @@ func strictInput(b []byte, p *plan, valid bool, c *checker) ([]byte, *memberErro
 		return blankNames(b, blank), nil
 	}
 	return b, nil
+}
+
+// strictResult applies the strict rules to raw, a result to be decoded
+// into dest, and returns what encoding/json should decode. A dest that is
+// not a pointer is left for encoding/json to refuse.
+func strictResult(raw []byte, dest any) ([]byte, error) {
+	t := reflect.TypeOf(dest)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return raw, nil
+	}
+	checked, err := strictInput(raw, planFor(t), true, nil)
+	if err != nil {
+		return nil, err
+	}
+	return checked, nil
 }
 
 // blankNames returns a copy of b in which each span of spans, given as

@@ -7,7 +7,9 @@ package jsonrpc_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -264,4 +266,110 @@ func TestFuncStrictDeepAndInvalid(t *testing.T) {
 	ok := strings.Repeat("[", 9999) + strings.Repeat("]", 9999)
 	_, err := echoParams[strictParams](false).ServeJSONRPC(t.Context(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m", Params: json.RawMessage(`{"any":` + ok + `}`)})
 	assert.NoError(t, err)
+}
+
+// resultMux answers each method with its name's result, as raw JSON.
+func resultMux(results map[string]string) *jsonrpc.Mux {
+	mux := jsonrpc.NewMux()
+	for method, result := range results {
+		mux.Handle(method, jsonrpc.RawHandlerFunc(func(context.Context, *jsonrpc.Request) (json.RawMessage, error) {
+			return json.RawMessage(result), nil
+		}))
+	}
+	return mux
+}
+
+var strictResults = map[string]string{
+	"byCase":   `{"NAME":"x","ADMIN":true}`,
+	"dup":      `{"name":"a","name":"b"}`,
+	"deepDup":  `{"users":[{"admin":false,"admin":true}]}`,
+	"exact":    `{"name":"x","admin":true}`,
+	"mixed":    `{"name":"a","Name":"b"}`,
+	"rawDup":   `{"raw":{"k":1,"k":2}}`,
+	"arrayDup": `[{"k":1},{"k":1,"k":2}]`,
+}
+
+// resultCaller is what the callers of TestStrictResults have in common.
+type resultCaller interface {
+	Call(ctx context.Context, method string, params, result any) error
+	Batch(ctx context.Context, calls ...*jsonrpc.BatchCall) error
+}
+
+// TestStrictResults checks that results decode by the same rules as
+// params, for each caller: a name given twice is an error wrapping
+// ErrDuplicateMember, and a member that matches a field only by case
+// leaves it alone; a json.RawMessage takes the result as it is.
+func TestStrictResults(t *testing.T) {
+	checkLeaks(t)
+	mux := resultMux(strictResults)
+	ts := httptest.NewServer(&jsonrpc.Server{Handler: mux})
+	t.Cleanup(ts.Close)
+	callers := map[string]resultCaller{
+		"Client":     newPair(t, mux),
+		"HTTPClient": &jsonrpc.HTTPClient{URL: ts.URL},
+	}
+	for name, c := range callers {
+		t.Run(name, func(t *testing.T) {
+			var a account
+			require.NoError(t, c.Call(t.Context(), "byCase", nil, &a))
+			assert.Equal(t, account{}, a)
+			require.NoError(t, c.Call(t.Context(), "mixed", nil, &a))
+			assert.Equal(t, account{Name: "a"}, a)
+			require.NoError(t, c.Call(t.Context(), "exact", nil, &a))
+			assert.Equal(t, account{Name: "x", Admin: true}, a)
+
+			assert.ErrorIs(t, c.Call(t.Context(), "dup", nil, &a), jsonrpc.ErrDuplicateMember)
+			var p strictParams
+			assert.ErrorIs(t, c.Call(t.Context(), "deepDup", nil, &p), jsonrpc.ErrDuplicateMember)
+			assert.ErrorIs(t, c.Call(t.Context(), "rawDup", nil, &p), jsonrpc.ErrDuplicateMember)
+			var v any
+			assert.ErrorIs(t, c.Call(t.Context(), "arrayDup", nil, &v), jsonrpc.ErrDuplicateMember)
+			var m map[string]any
+			err := c.Call(t.Context(), "dup", nil, &m)
+			require.ErrorIs(t, err, jsonrpc.ErrDuplicateMember)
+			var rpcErr *jsonrpc.Error
+			assert.False(t, errors.As(err, &rpcErr), "not an error the peer sent")
+
+			var raw json.RawMessage
+			require.NoError(t, c.Call(t.Context(), "dup", nil, &raw))
+			assert.Equal(t, strictResults["dup"], string(raw))
+
+			calls := []*jsonrpc.BatchCall{
+				{Method: "dup", Result: new(account)},
+				{Method: "byCase", Result: new(account)},
+				{Method: "exact", Result: new(account)},
+			}
+			require.NoError(t, c.Batch(t.Context(), calls...))
+			assert.ErrorIs(t, calls[0].Err, jsonrpc.ErrDuplicateMember)
+			assert.NoError(t, calls[1].Err)
+			assert.Equal(t, &account{}, calls[1].Result)
+			assert.NoError(t, calls[2].Err)
+			assert.Equal(t, &account{Name: "x", Admin: true}, calls[2].Result)
+		})
+	}
+}
+
+// TestCallFromHandlerStrictResult: a handler's call to the peer decodes
+// its result by the same rules.
+func TestCallFromHandlerStrictResult(t *testing.T) {
+	checkLeaks(t)
+	mux := resultMux(strictResults)
+	mux.Handle("ask", jsonrpc.Func(func(ctx context.Context, p struct {
+		Method string `json:"method"`
+	}) (account, error) {
+		var a account
+		err := jsonrpc.Call(ctx, p.Method, nil, &a)
+		if errors.Is(err, jsonrpc.ErrDuplicateMember) {
+			return a, jsonrpc.NewError(-32001, "duplicate")
+		}
+		return a, err
+	}))
+	client := newPairOpts(t, mux, &jsonrpc.ClientOptions{Handler: mux})
+	var a account
+	require.NoError(t, client.Call(t.Context(), "ask", map[string]string{"method": "byCase"}, &a))
+	assert.Equal(t, account{}, a)
+	err := client.Call(t.Context(), "ask", map[string]string{"method": "dup"}, &a)
+	var e *jsonrpc.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, jsonrpc.Code(-32001), e.Code)
 }
