@@ -550,8 +550,11 @@ func (c *conn) deliver(e *envelope) {
 }
 
 // decodeResult decodes a result, already validated as JSON, into dest as
-// json.Unmarshal would. The commonest destinations with a plain value take
-// a shorter way; anything else, or anything unusual, goes to encoding/json.
+// json.Unmarshal would, but by the strict rules of strict.go: member names
+// match fields exactly, and a name given twice in one object is an error
+// wrapping ErrDuplicateMember. The commonest destinations with a plain
+// value take a shorter way, and a json.RawMessage takes the result as it
+// is; anything else, or anything unusual, goes to encoding/json.
 func decodeResult(raw []byte, dest any) error {
 	switch d := dest.(type) {
 	case *json.RawMessage:
@@ -588,6 +591,10 @@ func decodeResult(raw []byte, dest any) error {
 			*d = false
 			return nil
 		}
+	}
+	raw, err := strictResult(raw, dest)
+	if err != nil {
+		return err
 	}
 	return json.Unmarshal(raw, dest)
 }

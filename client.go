@@ -185,6 +185,12 @@ func startConn(cfg *config, r io.Reader, w io.Writer) *conn {
 // may be nil to discard it. params must encode as a JSON object or array,
 // or be nil for none; a json.RawMessage is sent as it is.
 //
+// The result is decoded with encoding/json by the strict rules that [Func]
+// applies to params: a member name matches a field only exactly, and a
+// name given twice in one object, at any depth, makes Call return an
+// error wrapping [ErrDuplicateMember]. A json.RawMessage result takes the
+// result as it is, unchecked.
+//
 // If the peer answers with an error, Call returns it as an *Error. If ctx
 // ends before the response comes, Call returns ctx.Err() at once, whatever
 // the peer does, tells the peer with the cancel notification (unless

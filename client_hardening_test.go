@@ -650,7 +650,7 @@ func bigItemIndex(t *testing.T, item json.RawMessage) int {
 // false. "ping" answers "pong".
 func bigItemsMux(ended chan<- bool, pace func(ctx context.Context, i int) bool) *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
-	mux.Handle("items", jsonrpc.Stream(func(ctx context.Context, p struct{ N int }) iter.Seq2[string, error] {
+	mux.Handle("items", jsonrpc.Stream(func(ctx context.Context, p countParams) iter.Seq2[string, error] {
 		return func(yield func(string, error) bool) {
 			defer func() { ended <- ctx.Err() != nil }()
 			for i := range p.N {

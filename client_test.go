@@ -630,7 +630,7 @@ func TestClientBatch(t *testing.T) {
 // name of a producer each time one sees yield return false.
 func streamMux(stopped chan<- string) *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
-	mux.Handle("count", jsonrpc.Stream(func(_ context.Context, p struct{ N int }) iter.Seq2[map[string]int, error] {
+	mux.Handle("count", jsonrpc.Stream(func(_ context.Context, p countParams) iter.Seq2[map[string]int, error] {
 		return func(yield func(map[string]int, error) bool) {
 			for i := range p.N {
 				if !yield(map[string]int{"index": i}, nil) {
@@ -640,7 +640,7 @@ func streamMux(stopped chan<- string) *jsonrpc.Mux {
 			}
 		}
 	}))
-	mux.Handle("fail_after", jsonrpc.Stream(func(_ context.Context, p struct{ N int }) iter.Seq2[int, error] {
+	mux.Handle("fail_after", jsonrpc.Stream(func(_ context.Context, p countParams) iter.Seq2[int, error] {
 		return func(yield func(int, error) bool) {
 			for i := range p.N {
 				if !yield(i, nil) {
@@ -812,8 +812,8 @@ func TestClientOnNotify(t *testing.T) {
 	t.Run("a handler's notifications come before its response", func(t *testing.T) {
 		checkLeaks(t)
 		mux := new(jsonrpc.Mux)
-		mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p struct{ Count int }) (string, error) {
-			for i := 1; i <= p.Count; i++ {
+		mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p countParams) (string, error) {
+			for i := 1; i <= p.N; i++ {
 				if err := jsonrpc.Notify(ctx, "progress", map[string]int{"done": i}); err != nil {
 					return "", err
 				}
@@ -825,7 +825,7 @@ func TestClientOnNotify(t *testing.T) {
 		for _, count := range []int{0, 1, 10, 1000} {
 			t.Run(fmt.Sprint(count), func(t *testing.T) {
 				var got string
-				require.NoError(t, c.Call(t.Context(), "progress", map[string]int{"count": count}, &got))
+				require.NoError(t, c.Call(t.Context(), "progress", map[string]int{"n": count}, &got))
 				assert.Equal(t, "done", got)
 				var want []string
 				for i := 1; i <= count; i++ {

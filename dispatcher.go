@@ -134,13 +134,30 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // A decode failure is answered with CodeInvalidParams and a message that
 // says what was wrong. The R that fn returns is encoded with encoding/json,
 // except that a json.RawMessage is sent as it is.
-func Func[P, R any](fn func(ctx context.Context, params P) (R, error)) Handler {
-	return &funcHandler[P, R]{fn: fn}
+//
+// Params are decoded strictly, by the rules of encoding/json/v2 for member
+// names: a name matches a field only exactly, so {"NAME":"x"} leaves a
+// field tagged "name" alone, and {"name":"x"} one called Name without a
+// tag (they are unknown members, and unknown members are ignored); and a
+// name given twice in one object, at any depth, is answered with
+// CodeInvalidParams and data that names it, such as {"reason":"duplicate
+// member","member":"name","path":"/user/name"}, whose path is a JSON
+// Pointer (RFC 6901) into the params. Duplicates are refused inside a
+// json.RawMessage, an any or a type with its own UnmarshalJSON too, whose
+// names are otherwise left to that type. A proxy or policy that reads the
+// params before the handler therefore reads the same members as the
+// handler. Nesting deeper than 10,000 levels is refused, as encoding/json
+// refuses it. [LaxParams] restores the rules of encoding/json, which match
+// names whatever their case and keep the last of a duplicate:
+// Func(fn, LaxParams).
+func Func[P, R any](fn func(ctx context.Context, params P) (R, error), opts ...ParamsOption) Handler {
+	return &funcHandler[P, R]{fn: fn, rules: rulesFor(reflect.TypeFor[P](), opts)}
 }
 
 // funcHandler is the Handler that Func returns.
 type funcHandler[P, R any] struct {
 	fn       func(ctx context.Context, params P) (R, error)
+	rules    nameRules
 	decoders paramDecoders
 }
 
@@ -177,16 +194,17 @@ type typedHandler interface {
 // known to be a valid JSON object or array.
 func (h *funcHandler[P, R]) call(ctx context.Context, req *Request, valid bool) (R, error) {
 	var p P
-	if err := h.decoders.decode(req.Params, &p, valid); err != nil {
+	if err := h.decoders.decode(req.Params, &p, valid, h.rules); err != nil {
 		var zero R
 		return zero, err
 	}
 	return h.fn(ctx, p)
 }
 
-// decodeParams decodes params into p, or returns an Invalid params error.
-func decodeParams(params json.RawMessage, p any) error {
-	return (*paramDecoders)(nil).decode(params, p, false)
+// decodeParams decodes params into p by rules, or returns an Invalid
+// params error.
+func decodeParams(params json.RawMessage, p any, rules nameRules) error {
+	return (*paramDecoders)(nil).decode(params, p, false, rules)
 }
 
 // paramDecoders keeps json.Decoders for reuse by one adapter. Params that
@@ -205,30 +223,47 @@ type paramDecoders struct {
 const maxPooledParams = 16 << 10
 
 type paramDecoder struct {
-	r   bytes.Reader
-	dec *json.Decoder
-	fed int64 // bytes given to dec in all
+	r     bytes.Reader
+	dec   *json.Decoder
+	fed   int64   // bytes given to dec in all
+	check checker // for strict rules
 }
 
-// decode decodes params into p, or returns an Invalid params error. A p
+// decode decodes params into p, or returns an Invalid params error. The
+// member names of params are first checked by rules (see strict.go). A p
 // that decodes itself is handed params directly: they are one valid JSON
 // value already, which is all that encoding/json would check first. valid
 // says that params are known to be a valid JSON object or array, which
 // spares checking them again.
-func (ds *paramDecoders) decode(params json.RawMessage, p any, valid bool) error {
+func (ds *paramDecoders) decode(params json.RawMessage, p any, valid bool, rules nameRules) error {
 	if len(params) == 0 {
 		return nil
 	}
-	var err error
 	u, self := p.(json.Unmarshaler)
-	pooled := !self && ds != nil && len(params) <= maxPooledParams
-	switch {
-	case (self || pooled) && (valid || validParams(params)):
-		if self {
-			err = u.UnmarshalJSON(params)
-		} else {
-			err = ds.decodeValid(params, p)
+	var d *paramDecoder
+	if !self && ds != nil && len(params) <= maxPooledParams && (valid || validParams(params)) {
+		d, valid = ds.get(), true
+	}
+	if !rules.lax {
+		var c *checker
+		if d != nil {
+			c = &d.check
 		}
+		checked, err := strictInput(params, rules.plan, valid, c)
+		if err != nil {
+			if d != nil {
+				ds.pool.Put(d)
+			}
+			return err.invalidParams()
+		}
+		params = checked
+	}
+	var err error
+	switch {
+	case d != nil:
+		err = ds.decodeWith(d, params, p)
+	case self && (valid || validParams(params)):
+		err = u.UnmarshalJSON(params)
 	default:
 		err = json.Unmarshal(params, p)
 	}
@@ -238,18 +273,29 @@ func (ds *paramDecoders) decode(params json.RawMessage, p any, valid bool) error
 	return nil
 }
 
-// decodeValid decodes params, a valid JSON object or array, into p with a
-// pooled Decoder. Valid input (our scanner is the stricter of the two: it
-// also holds strings to valid UTF-8) leaves json.Unmarshal nothing to
-// report but what decoding reports, and a Decoder reads the whole value
-// and decodes it with the same code. A Decoder goes back to the pool only
-// if it consumed everything it was given, so each one starts clean.
-func (ds *paramDecoders) decodeValid(params json.RawMessage, p any) error {
+// get returns a pooled Decoder, or a new one.
+func (ds *paramDecoders) get() *paramDecoder {
 	d, _ := ds.pool.Get().(*paramDecoder)
 	if d == nil {
 		d = new(paramDecoder)
 		d.dec = json.NewDecoder(&d.r)
 	}
+	return d
+}
+
+// decodeValid decodes params, a valid JSON object or array, into p with a
+// pooled Decoder. Valid input (our scanner is the stricter of the two: it
+// also holds strings to valid UTF-8) leaves json.Unmarshal nothing to
+// report but what decoding reports, and a Decoder reads the whole value
+// and decodes it with the same code.
+func (ds *paramDecoders) decodeValid(params json.RawMessage, p any) error {
+	return ds.decodeWith(ds.get(), params, p)
+}
+
+// decodeWith is decodeValid with the Decoder d, taken from the pool. d
+// goes back to the pool only if it consumed everything it was given, so
+// that each one starts clean.
+func (ds *paramDecoders) decodeWith(d *paramDecoder, params json.RawMessage, p any) error {
 	d.r.Reset(params)
 	d.fed += int64(len(params))
 	err := d.dec.Decode(p)
@@ -283,6 +329,8 @@ func describeType(t reflect.Type) string {
 }
 
 // Stream adapts a function that produces a sequence of items to a Handler.
+// Its params are decoded as [Func] decodes them, strictly unless
+// [LaxParams] is given.
 //
 // Served on a connection, each item goes out as a notification
 // {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}} where X is
@@ -295,10 +343,11 @@ func describeType(t reflect.Type) string {
 // but sends no items.
 //
 // Dispatched in process with [Items], the items reach the caller directly.
-func Stream[P, T any](fn func(ctx context.Context, params P) iter.Seq2[T, error]) Handler {
+func Stream[P, T any](fn func(ctx context.Context, params P) iter.Seq2[T, error], opts ...ParamsOption) Handler {
+	rules := rulesFor(reflect.TypeFor[P](), opts)
 	return HandlerFunc(func(ctx context.Context, req *Request) (any, error) {
 		var p P
-		if err := decodeParams(req.Params, &p); err != nil {
+		if err := decodeParams(req.Params, &p, rules); err != nil {
 			return nil, err
 		}
 		s, _ := ctx.Value(senderKey{}).(sender)

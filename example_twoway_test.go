@@ -19,6 +19,9 @@ func ExampleCall() {
 	type root struct {
 		URI string `json:"uri"`
 	}
+	type rootsList struct {
+		Roots []root `json:"roots"` // results match names exactly too
+	}
 	type toolCall struct {
 		Name string `json:"name"`
 		Meta struct {
@@ -27,7 +30,7 @@ func ExampleCall() {
 	}
 	mux := new(jsonrpc.Mux)
 	mux.Handle("tools/call", jsonrpc.Func(func(ctx context.Context, p toolCall) (string, error) {
-		var roots struct{ Roots []root }
+		var roots rootsList
 		if err := jsonrpc.Call(ctx, "roots/list", nil, &roots); err != nil {
 			return "", err // cancelled with this request, or the client failed
 		}
@@ -74,9 +77,15 @@ func ExampleCall() {
 // asks the editor for its configuration. The editor here is a Conn, the
 // endpoint that both calls and serves.
 func ExampleHeaderFraming() {
+	type hoverParams struct {
+		URI string `json:"uri"` // member names match exactly
+	}
+	type configItem struct {
+		Greeting string `json:"greeting"`
+	}
 	mux := new(jsonrpc.Mux)
-	mux.Handle("textDocument/hover", jsonrpc.Func(func(ctx context.Context, p struct{ URI string }) (string, error) {
-		var config []struct{ Greeting string }
+	mux.Handle("textDocument/hover", jsonrpc.Func(func(ctx context.Context, p hoverParams) (string, error) {
+		var config []configItem
 		err := jsonrpc.Call(ctx, "workspace/configuration",
 			map[string]any{"items": []any{map[string]string{"section": "example"}}}, &config)
 		if err != nil {

@@ -177,7 +177,8 @@ func kindName(k lineKind) string {
 }
 
 // FuzzDecodeParams checks the pooled Decoders of Func against
-// json.Unmarshal: for any params, into each of several types, the same
+// json.Unmarshal: for any params, into each of several types, by strict
+// and by lax rules, the same
 // value and the same error, whatever the decoders decoded before.
 func FuzzDecodeParams(f *testing.F) {
 	for _, s := range []string{
@@ -208,12 +209,15 @@ func FuzzDecodeParams(f *testing.F) {
 	}
 	ds := new(paramDecoders)
 	f.Fuzz(func(t *testing.T, b, before []byte) {
-		check := func(name string, fresh func() any) {
+		check := func(name string, fresh func() any, rules nameRules) {
+			if rules.lax {
+				name += " (lax)"
+			}
 			x := fresh()
-			_ = ds.decode(before, x, false) // leaves a Decoder in the pool, or not
+			_ = ds.decode(before, x, false, rules) // leaves a Decoder in the pool, or not
 			got, want := fresh(), fresh()
-			gotErr := ds.decode(b, got, false)
-			wantErr := decodeParams(b, want)
+			gotErr := ds.decode(b, got, false, rules)
+			wantErr := decodeParams(b, want, rules)
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 				t.Fatalf("%s: decode(%q) = %v, json.Unmarshal gives %v", name, b, gotErr, wantErr)
 			}
@@ -223,7 +227,7 @@ func FuzzDecodeParams(f *testing.F) {
 			if validParams(b) {
 				// As a server calls it, with params it validated.
 				trusted := fresh()
-				err := ds.decode(b, trusted, true)
+				err := ds.decode(b, trusted, true, rules)
 				if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(trusted, want) {
 					t.Fatalf("%s: decode(%q) of valid params = %#v, %v; json.Unmarshal gives %#v, %v", name, b, trusted, err, want, wantErr)
 				}
@@ -236,10 +240,23 @@ func FuzzDecodeParams(f *testing.F) {
 				}
 			}
 		}
-		check("struct", func() any { return new(params) })
-		check("array", func() any { return new([2]int) })
-		check("slice", func() any { return new([]any) })
-		check("map", func() any { return new(map[string]int) })
-		check("any", func() any { return new(any) })
+		for _, lax := range []bool{false, true} {
+			for _, c := range []struct {
+				name  string
+				fresh func() any
+			}{
+				{"struct", func() any { return new(params) }},
+				{"array", func() any { return new([2]int) }},
+				{"slice", func() any { return new([]any) }},
+				{"map", func() any { return new(map[string]int) }},
+				{"any", func() any { return new(any) }},
+			} {
+				rules := nameRules{lax: true}
+				if !lax {
+					rules = nameRules{plan: planFor(reflect.TypeOf(c.fresh()))}
+				}
+				check(c.name, c.fresh, rules)
+			}
+		}
 	})
 }

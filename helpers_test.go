@@ -51,6 +51,12 @@ func splitLines(s string) []string {
 	return lines
 }
 
+// countParams are the params {"n": N} of the test methods that produce N
+// of something.
+type countParams struct {
+	N int `json:"n"`
+}
+
 // specMux registers the methods that the examples of the JSON-RPC 2.0
 // specification call.
 func specMux() *jsonrpc.Mux {

@@ -43,6 +43,25 @@
 // requests; a batch of notifications only gets no output at all, and an
 // empty array gets a single Invalid Request error.
 //
+// # Params and results
+//
+// [Func] and [Stream] decode params, and [Client.Call] and the other calls
+// decode results, with encoding/json, but by the rules that
+// encoding/json/v2 applies by default to member names, at every depth: a
+// name matches a field only exactly, so {"NAME":"x"} leaves a field
+// tagged "name" alone (an unknown member, ignored like any other); and a
+// name given twice in one object is refused, also inside a
+// json.RawMessage, an any or a type with its own UnmarshalJSON. Params
+// with a duplicate get an Invalid params error (-32602) whose data names
+// the member and where it is, as a JSON Pointer into the params:
+// {"reason":"duplicate member","member":"name","path":"/user/name"}; a
+// result with one makes the call fail with an error wrapping
+// [ErrDuplicateMember]. A check that reads a member before the handler
+// (a proxy, a policy) thus reads what the handler reads; encoding/json's
+// own rules, which match names whatever their case and keep the last of
+// a duplicate, let the two disagree. [LaxParams] restores them for a
+// handler that needs them.
+//
 // # Two-way connections
 //
 // The protocols run over JSON-RPC on stdio call in both directions: an MCP
@@ -51,7 +70,11 @@
 // context, and waits:
 //
 //	mux.Handle("tools/call", jsonrpc.Func(func(ctx context.Context, p callParams) (result, error) {
-//		var roots struct{ Roots []struct{ URI string } }
+//		var roots struct {
+//			Roots []struct {
+//				URI string `json:"uri"`
+//			} `json:"roots"`
+//		}
 //		if err := jsonrpc.Call(ctx, "roots/list", nil, &roots); err != nil {
 //			return result{}, err
 //		}

@@ -191,7 +191,10 @@ func twSideMux(side string, notes chan<- string) *jsonrpc.Mux {
 	mux.Handle("whoami", jsonrpc.Func(func(context.Context, struct{}) (string, error) {
 		return side, nil
 	}))
-	mux.Handle("note", jsonrpc.Func(func(_ context.Context, p struct{ Text string }) (any, error) {
+	type note struct {
+		Text string `json:"text"`
+	}
+	mux.Handle("note", jsonrpc.Func(func(_ context.Context, p note) (any, error) {
 		notes <- side + " got " + p.Text
 		return nil, nil
 	}))
@@ -217,8 +220,8 @@ func twSideMux(side string, notes chan<- string) *jsonrpc.Mux {
 	}))
 	// ask calls the peer's method p.Method and answers with its answer.
 	mux.Handle("ask", jsonrpc.Func(func(ctx context.Context, p struct {
-		Method string
-		Params json.RawMessage
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
 	}) (json.RawMessage, error) {
 		var r json.RawMessage
 		err := jsonrpc.Call(ctx, p.Method, p.Params, &r)
