@@ -813,7 +813,10 @@ func TestDemo(t *testing.T) {
 						}
 						continue
 					}
-					var got struct{ G, I int }
+					var got struct {
+						G int `json:"g"`
+						I int `json:"i"`
+					}
 					if err := p.Call(t.Context(), "echo", map[string]int{"g": g, "i": i}, &got); err != nil {
 						errs <- fmt.Errorf("echo %d: %w", i, err)
 					} else if got.G != g || got.I != i {
