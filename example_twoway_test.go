@@ -51,7 +51,7 @@ func ExampleCall() {
 	go func() { done <- srv.Serve(context.Background(), serverIn, serverOut) }()
 	clientMux := new(jsonrpc.Mux)
 	clientMux.HandleFunc("roots/list", func(context.Context, *jsonrpc.Request) (any, error) {
-		return map[string]any{"roots": []root{{URI: "file:///work"}}}, nil
+		return map[string]any{"roots": []root{{URI: "file:///projects/demo"}}}, nil
 	})
 	client := jsonrpc.NewClient(clientIn, clientOut, &jsonrpc.ClientOptions{
 		Handler:  clientMux,
@@ -69,7 +69,7 @@ func ExampleCall() {
 	client.Close()
 	// Output:
 	// notifications/progress {"progress":1,"progressToken":"t1","total":1}
-	// scan saw 1 root(s), the first file:///work <nil>
+	// scan saw 1 root(s), the first file:///projects/demo <nil>
 	// <nil>
 }
 

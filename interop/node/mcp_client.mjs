@@ -15,8 +15,8 @@ assert.ok(server, 'usage: node mcp_client.mjs path/to/mcp-server');
 const timeout = 20_000; // for each test, so that a hang fails with a name
 
 const roots = [
-	{ uri: 'file:///work/alpha', name: 'alpha' },
-	{ uri: 'file:///work/beta', name: 'beta' },
+	{ uri: 'file:///projects/alpha', name: 'alpha' },
+	{ uri: 'file:///projects/beta', name: 'beta' },
 ];
 
 // GORACE reaches a server built with -race (see examples_test.go): the race
@@ -147,7 +147,7 @@ test('aborting a call stops the tool on the server, and it is not answered', { t
 test("roots/list from the server is answered by the client's roots handler", { timeout }, async () => {
 	const result = await client.callTool({ name: 'roots', arguments: {} });
 	assert.ok(!result.isError, JSON.stringify(result));
-	assert.deepEqual(result.content, [{ type: 'text', text: 'file:///work/alpha alpha\nfile:///work/beta beta\n' }]);
+	assert.deepEqual(result.content, [{ type: 'text', text: 'file:///projects/alpha alpha\nfile:///projects/beta beta\n' }]);
 	assert.equal(rootsAsked.length, 1);
 	assert.equal(rootsAsked[0].method, 'roots/list');
 });
