@@ -107,6 +107,9 @@ type incomingCancel struct {
 // those of in, or else that of out.
 func incomingCancels(out Cancellation, in []Cancellation) []incomingCancel {
 	if len(in) == 0 {
+		if out == (Cancellation{}) {
+			return lspCancelIn[:] // shared, never changed: no allocation per connection
+		}
 		in = []Cancellation{out}
 	}
 	ics := make([]incomingCancel, len(in))
@@ -115,6 +118,9 @@ func incomingCancels(out Cancellation, in []Cancellation) []incomingCancel {
 	}
 	return ics
 }
+
+// lspCancelIn is what a connection with the zero Cancellation accepts.
+var lspCancelIn = [1]incomingCancel{{quoted: `"` + CancelMethod + `"`}}
 
 // cancelIn returns the convention whose cancel notification has the
 // method name (as a JSON string), or nil.
