@@ -225,15 +225,12 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-// TestOrderRequestsConcurrent checks that requests still run at once: two
-// requests that each wait for the other, after notifications, both end.
-func TestOrderRequestsConcurrent(t *testing.T) {
-	checkLeaks(t)
-	s := new(orderState)
-	mux := s.mux()
+// meetHandler answers "met" once two of its requests run at once, and
+// fails after h3Guard if the other never comes.
+func meetHandler() jsonrpc.Handler {
 	var arrived sync.WaitGroup
 	arrived.Add(2)
-	mux.Handle("meet", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
+	return jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
 		arrived.Done()
 		met := make(chan struct{})
 		go func() { arrived.Wait(); close(met) }()
@@ -243,7 +240,16 @@ func TestOrderRequestsConcurrent(t *testing.T) {
 		case <-time.After(h3Guard):
 			return "", fmt.Errorf("the other request never ran")
 		}
-	}))
+	})
+}
+
+// TestOrderRequestsConcurrent checks that requests still run at once: two
+// requests that each wait for the other, after notifications, both end.
+func TestOrderRequestsConcurrent(t *testing.T) {
+	checkLeaks(t)
+	s := new(orderState)
+	mux := s.mux()
+	mux.Handle("meet", meetHandler())
 	in, lines := h3Server(t, &jsonrpc.Server{Handler: mux})
 	for i := range 50 {
 		_, err := fmt.Fprintf(in, `{"jsonrpc":"2.0","method":"note","params":[%d]}`+"\n", i)
@@ -272,19 +278,7 @@ func TestOrderAll(t *testing.T) {
 		delay(p[0])
 		return counter.Add(1), nil
 	}))
-	var arrived sync.WaitGroup
-	arrived.Add(2)
-	mux.Handle("meet", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
-		arrived.Done()
-		met := make(chan struct{})
-		go func() { arrived.Wait(); close(met) }()
-		select {
-		case <-met:
-			return "met", nil
-		case <-time.After(h3Guard):
-			return "", fmt.Errorf("the other request never ran")
-		}
-	}))
+	mux.Handle("meet", meetHandler())
 	in, lines := h3Server(t, &jsonrpc.Server{Handler: mux, Order: jsonrpc.Order{All: true, Concurrent: []string{"meet"}}})
 	const n = 1000
 	go func() {
