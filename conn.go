@@ -36,7 +36,7 @@ type config struct {
 	drainGrace   bool            // at the end of input, handlers get grace, then stop
 	idle         time.Duration   // close the connection after this long idle
 	encoders     *encoders       // shared result encoders; nil for the connection's own
-	in           *LineReader     // if set, the reader, rather than one made for r
+	in           *lineReader     // if set, the reader, rather than one made for r
 	quiet        bool            // drop malformed messages rather than answer them
 	order        Order
 }
@@ -49,8 +49,8 @@ type conn struct {
 	handler    Handler
 	mux        *Mux // the handler, when it is a non-nil *Mux
 	log        *slog.Logger
-	in         *LineReader
-	out        *LineWriter
+	in         *lineReader
+	out        *lineWriter
 	r, w       any // the caller's reader and writer, closed on abort
 	maxBatch   int
 	maxFlight  int32
@@ -71,7 +71,7 @@ type conn struct {
 	streamBuffer int
 
 	// The outgoing side (call.go).
-	ids     IDSource
+	ids     idSource
 	calls   sync.Pool // of *pending, for call
 	pmu     sync.Mutex
 	pending map[int64]*pending

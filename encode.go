@@ -164,7 +164,7 @@ func (c *conn) writeAnswer(id string, result []byte, werr *Error, flush bool) {
 }
 
 // writeError writes an error answer from the reading goroutine, which
-// does not wait for room in the output (see LineWriter.appendNow).
+// does not wait for room in the output (see lineWriter.appendNow).
 func (c *conn) writeError(id []byte, e *Error) {
 	c.out.appendNow(func(b []byte) []byte { return appendErrorResponse(b, id, e) })
 }

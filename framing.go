@@ -53,10 +53,10 @@ type MessageReader interface {
 // value is ready to use.
 type LineFraming struct{}
 
-// NewReader returns a [LineReader], as [NewLineReader] does; maxSize zero
-// or less means [DefaultMaxMessageSize].
+// NewReader returns a reader of newline-delimited messages on r, none
+// longer than maxSize bytes; zero or less means [DefaultMaxMessageSize].
 func (LineFraming) NewReader(r io.Reader, maxSize int) MessageReader {
-	return NewLineReader(r, maxSize)
+	return newLineReader(r, maxSize)
 }
 
 // AppendFrame appends msg and "\n" to dst. The message must not contain a
@@ -118,8 +118,7 @@ func (e *headerError) Error() string { return ErrBadHeader.Error() + ": " + e.de
 func (e *headerError) Unwrap() error { return ErrBadHeader }
 
 // NewReader returns a reader of header-framed messages on r, with bodies of
-// at most maxSize bytes; zero or less means [DefaultMaxMessageSize]. The
-// reader is a [*LineReader] set to this framing.
+// at most maxSize bytes; zero or less means [DefaultMaxMessageSize].
 func (HeaderFraming) NewReader(r io.Reader, maxSize int) MessageReader {
 	return newHeaderReader(r, maxSize)
 }
@@ -137,7 +136,7 @@ func appendHeader(b []byte, n int) []byte {
 	return append(b, "\r\n\r\n"...)
 }
 
-// The framings a LineReader or LineWriter can be set to.
+// The framings a lineReader or lineWriter can be set to.
 const (
 	modeLine   = iota // newline-delimited, the fast path
 	modeHeader        // HeaderFraming
@@ -145,7 +144,7 @@ const (
 	modeWhole         // one message, the whole buffer: an HTTP body
 )
 
-// The phases of a LineReader in modeHeader.
+// The phases of a lineReader in modeHeader.
 const (
 	phaseHeader = iota // reading header lines
 	phaseBody          // waiting for the rest of a body of length bytes
@@ -155,28 +154,28 @@ const (
 
 // newFramedReader returns the reader of messages on r for framing f (nil
 // means LineFraming), none longer than maxSize bytes. For the built-in
-// framings it is the LineReader itself. For any other it is a LineReader
+// framings it is the lineReader itself. For any other it is a lineReader
 // that reads through f.NewReader and copies each message into a buffer of
 // its own, so that detach keeps the messages it returned valid; its
 // beforeRead and afterRead hooks run around each Read on r, as for the
 // built-in framings, since the inner reader may read ahead.
-func newFramedReader(f Framing, r io.Reader, maxSize int) *LineReader {
+func newFramedReader(f Framing, r io.Reader, maxSize int) *lineReader {
 	switch f.(type) {
 	case nil, LineFraming, *LineFraming:
-		return NewLineReader(r, maxSize)
+		return newLineReader(r, maxSize)
 	case HeaderFraming, *HeaderFraming:
 		return newHeaderReader(r, maxSize)
 	}
-	lr := NewLineReader(r, maxSize)
+	lr := newLineReader(r, maxSize)
 	lr.mode = modeCustom
 	lr.inner = f.NewReader(hookReader{lr}, lr.max)
 	return lr
 }
 
-// newFramedWriter returns a LineWriter that writes to w messages framed by
+// newFramedWriter returns a lineWriter that writes to w messages framed by
 // f; nil means LineFraming.
-func newFramedWriter(f Framing, w io.Writer) *LineWriter {
-	lw := NewLineWriter(w)
+func newFramedWriter(f Framing, w io.Writer) *lineWriter {
+	lw := newLineWriter(w)
 	switch f.(type) {
 	case nil, LineFraming, *LineFraming:
 	case HeaderFraming, *HeaderFraming:
@@ -188,21 +187,21 @@ func newFramedWriter(f Framing, w io.Writer) *LineWriter {
 	return lw
 }
 
-// initWhole sets lr, a zero LineReader, to read one message, body,
+// initWhole sets lr, a zero lineReader, to read one message, body,
 // already read in full and checked against the limit.
-func (lr *LineReader) initWhole(body []byte) {
+func (lr *lineReader) initWhole(body []byte) {
 	lr.buf, lr.end, lr.max, lr.mode = body, len(body), max(len(body), 1), modeWhole
 }
 
-func newHeaderReader(r io.Reader, maxSize int) *LineReader {
-	lr := NewLineReader(r, maxSize)
+func newHeaderReader(r io.Reader, maxSize int) *lineReader {
+	lr := newLineReader(r, maxSize)
 	lr.mode = modeHeader
 	lr.startBlock()
 	return lr
 }
 
 // readFramed is ReadMessage for the framings other than newline-delimited.
-func (lr *LineReader) readFramed() ([]byte, error) {
+func (lr *lineReader) readFramed() ([]byte, error) {
 	switch lr.mode {
 	case modeCustom:
 		return lr.readCustom()
@@ -275,7 +274,7 @@ func (lr *LineReader) readFramed() ([]byte, error) {
 }
 
 // startBlock sets the reader to read a new header block at lr.start.
-func (lr *LineReader) startBlock() {
+func (lr *lineReader) startBlock() {
 	lr.phase = phaseHeader
 	lr.length = -1
 	lr.hdrSize = 0
@@ -289,7 +288,7 @@ func (lr *LineReader) startBlock() {
 // it is buffered whole: it reports whether it did, with the error to
 // report for it. It does what headerLine would do with that block, only
 // faster; for anything else it leaves the block to headerLine.
-func (lr *LineReader) quickHeader() (bool, error) {
+func (lr *lineReader) quickHeader() (bool, error) {
 	const name = "Content-Length: "
 	b := lr.buf[lr.start:lr.end]
 	if len(b) < len(name)+5 || string(b[:len(name)]) != name {
@@ -316,7 +315,7 @@ func (lr *LineReader) quickHeader() (bool, error) {
 // headerLine handles the next header line if a whole one is buffered. It
 // reports done, with the error to return, when the header block turns out
 // to be bad.
-func (lr *LineReader) headerLine() (done bool, err error) {
+func (lr *lineReader) headerLine() (done bool, err error) {
 	i := bytes.IndexByte(lr.buf[lr.scanned:lr.end], '\n')
 	if i < 0 {
 		lr.scanned = lr.end
@@ -384,7 +383,7 @@ func (lr *LineReader) headerLine() (done bool, err error) {
 }
 
 // setHeaderErr records the first problem of a header block.
-func (lr *LineReader) setHeaderErr(detail string) {
+func (lr *lineReader) setHeaderErr(detail string) {
 	if lr.hdrErr == "" {
 		lr.hdrErr = detail
 	}
@@ -392,7 +391,7 @@ func (lr *LineReader) setHeaderErr(detail string) {
 
 // endBlock decides what follows a header block that its empty line ended:
 // its body, or, returning the error to report, what to skip.
-func (lr *LineReader) endBlock() error {
+func (lr *lineReader) endBlock() error {
 	switch {
 	case lr.hdrLong:
 		if lr.length >= 0 && lr.hdrErr == "" {
@@ -417,7 +416,7 @@ func (lr *LineReader) endBlock() error {
 
 // endFramed returns the error for the end of the input, lr.err, and makes
 // the reader return io.EOF from then on if it was the end.
-func (lr *LineReader) endFramed() error {
+func (lr *lineReader) endFramed() error {
 	if lr.err != io.EOF {
 		return lr.err
 	}
@@ -443,7 +442,7 @@ const lengthName = "content-length:"
 // finds it, it starts the unread data there and reports true; if not, it
 // drops what was searched, keeping only a tail that may be the start of
 // it.
-func (lr *LineReader) findLength() bool {
+func (lr *lineReader) findLength() bool {
 	b := lr.buf[:lr.end]
 	for i := lr.scanned; i+len(lengthName) <= len(b); i++ {
 		if lowerASCII(b[i]) == 'c' && equalFoldASCII(b[i:i+len(lengthName)], lengthName) {
@@ -534,8 +533,8 @@ func quoteShort(b []byte) string {
 }
 
 // hookReader is the reader under a Framing of the user's: it runs the
-// LineReader's hooks around each Read of the underlying reader.
-type hookReader struct{ lr *LineReader }
+// lineReader's hooks around each Read of the underlying reader.
+type hookReader struct{ lr *lineReader }
 
 func (h hookReader) Read(p []byte) (int, error) {
 	lr := h.lr
@@ -551,7 +550,7 @@ func (h hookReader) Read(p []byte) (int, error) {
 }
 
 // readCustom is ReadMessage for a Framing of the user's.
-func (lr *LineReader) readCustom() ([]byte, error) {
+func (lr *lineReader) readCustom() ([]byte, error) {
 	if lr.closed.Load() {
 		return nil, &closedError{}
 	}
@@ -578,13 +577,13 @@ func (lr *LineReader) readCustom() ([]byte, error) {
 	return lr.buf[:len(msg):len(msg)], nil
 }
 
-// maxFrameScratch is the largest scratch buffer a LineWriter keeps for a
+// maxFrameScratch is the largest scratch buffer a lineWriter keeps for a
 // Framing of the user's.
 const maxFrameScratch = 64 << 10
 
 // appendFramed appends one message, built by add, to buf, framed by the
 // writer's framing, which is not newline-delimited.
-func (lw *LineWriter) appendFramed(buf []byte, add func([]byte) []byte) []byte {
+func (lw *lineWriter) appendFramed(buf []byte, add func([]byte) []byte) []byte {
 	if lw.mode == modeHeader {
 		// Build the message in place, then move it up to make room for
 		// the header, whose length is known only now.

@@ -252,7 +252,7 @@ func TestHeaderFramingSkipsLargeBody(t *testing.T) {
 	assert.Equal(t, next, string(msg))
 	runtime.ReadMemStats(&after)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "bytes allocated while skipping 100 MiB")
-	assert.LessOrEqual(t, cap(mr.(*LineReader).buf), initialBufSize, "the buffer never grew")
+	assert.LessOrEqual(t, cap(mr.(*lineReader).buf), initialBufSize, "the buffer never grew")
 }
 
 // TestHeaderFramingGrowsOnArrival checks that a Content-Length is not
@@ -339,9 +339,9 @@ func TestFramingConstructors(t *testing.T) {
 			assert.Equal(t, tc.mode, newFramedWriter(tc.f, io.Discard).mode)
 		})
 	}
-	assert.Equal(t, modeLine, int(LineFraming{}.NewReader(strings.NewReader(""), 0).(*LineReader).mode))
-	assert.Equal(t, modeHeader, int(HeaderFraming{}.NewReader(strings.NewReader(""), 0).(*LineReader).mode))
-	assert.Equal(t, DefaultMaxMessageSize, HeaderFraming{}.NewReader(strings.NewReader(""), 0).(*LineReader).max)
+	assert.Equal(t, modeLine, int(LineFraming{}.NewReader(strings.NewReader(""), 0).(*lineReader).mode))
+	assert.Equal(t, modeHeader, int(HeaderFraming{}.NewReader(strings.NewReader(""), 0).(*lineReader).mode))
+	assert.Equal(t, DefaultMaxMessageSize, HeaderFraming{}.NewReader(strings.NewReader(""), 0).(*lineReader).max)
 }
 
 func framingName(f Framing) string {
@@ -364,7 +364,7 @@ func framingName(f Framing) string {
 // writeAll writes msgs through every path the engine uses: append,
 // appendCtx, tryAppend, writeLarge for a message given as head, body and
 // tail, and WriteMessage; then it closes the writer.
-func writeAll(t *testing.T, lw *LineWriter, msgs []string) {
+func writeAll(t *testing.T, lw *lineWriter, msgs []string) {
 	t.Helper()
 	for i, m := range msgs {
 		add := func(b []byte) []byte { return append(b, m...) }

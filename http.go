@@ -139,7 +139,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the writer of the response and the reader of the body.
 type httpRequestState struct {
 	out httpOut
-	in  LineReader
+	in  lineReader
 }
 
 // growStack grows the stack of the new goroutine that serves an HTTP body
@@ -328,7 +328,7 @@ type httpFraming struct {
 
 // NewReader is never called: the body is read whole beforehand.
 func (f *httpFraming) NewReader(r io.Reader, maxSize int) MessageReader {
-	return NewLineReader(r, maxSize)
+	return newLineReader(r, maxSize)
 }
 
 // AppendFrame frames msg as the response's framing asks, settling it on

@@ -444,7 +444,7 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 }
 
 // lineScanner reads lines of at most max bytes, for the readers of
-// streamed responses. Unlike a LineReader, which a server needs to go on
+// streamed responses. Unlike a lineReader, which a server needs to go on
 // past a line over its limit, it fails as soon as a line passes the
 // limit, so that a client stops reading an endless line at once.
 type lineScanner struct {
@@ -477,7 +477,7 @@ func (s *lineScanner) readLine() ([]byte, error) {
 	}
 }
 
-// ndjsonReader reads newline-delimited JSON, as a LineReader does (a
+// ndjsonReader reads newline-delimited JSON, as a lineReader does (a
 // trailing "\r" is removed, blank lines are skipped), except that a line
 // over the limit is an error that ends the stream.
 type ndjsonReader struct{ lineScanner }

@@ -102,8 +102,7 @@
 // input gets a Parse error. Lines may be of any length up to a configurable maximum
 // ([DefaultMaxMessageSize] by default); a longer line is discarded as it
 // is read, without being held in memory, answered with an Invalid Request
-// error, and reading goes on at the next line. [LineReader] and
-// [LineWriter] expose the framing on its own.
+// error, and reading goes on at the next line.
 //
 // Other framings plug in through [Framing]: [HeaderFraming] is LSP's base
 // protocol (a Content-Length header, a blank line, then the body), set

@@ -360,7 +360,7 @@ func (c *conn) startLocked(u *unit) {
 // refuse answers the requests of line with [ErrOverloaded] instead of
 // running them; what route takes (responses, cancels) it still routes,
 // and notifications are dropped. The reader writes the answers without
-// waiting for room in the output (see LineWriter.appendNow): it must not
+// waiting for room in the output (see lineWriter.appendNow): it must not
 // stop reading here.
 func (c *conn) refuse(rs *readState, line []byte, act bool) {
 	u := &unit{}

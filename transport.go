@@ -12,11 +12,11 @@ import (
 )
 
 // DefaultMaxMessageSize is the largest message, in bytes, that a
-// [LineReader], [Server] or [Client] reads when no other limit is set.
+// connection reads when no other limit is set.
 const DefaultMaxMessageSize = 64 << 20
 
-// ErrMessageTooLarge is wrapped by the error that [LineReader.ReadMessage]
-// returns for a line longer than the reader's limit. Reading can go on: the
+// ErrMessageTooLarge is wrapped by the error that a [MessageReader]
+// returns for a message longer than its limit. Reading can go on: the
 // next call returns the line after it.
 var ErrMessageTooLarge = errors.New("jsonrpc: message too large")
 
@@ -31,25 +31,25 @@ func (e *tooLargeError) Unwrap() error { return ErrMessageTooLarge }
 
 const initialBufSize = 64 << 10
 
-// maxIdleBufSize is the largest read buffer a LineReader keeps while it
+// maxIdleBufSize is the largest read buffer a lineReader keeps while it
 // holds no unread data: a larger one, grown for a long line, is let go
 // before the next read, so an idle connection holds at most this much.
 const maxIdleBufSize = 1 << 20
 
-// errReadStopped ends reading when the owner of a LineReader says so
+// errReadStopped ends reading when the owner of a lineReader says so
 // before a read.
 var errReadStopped = errors.New("jsonrpc: reading stopped")
 
-// A LineReader reads newline-delimited messages: one JSON value per line,
+// A lineReader reads newline-delimited messages: one JSON value per line,
 // ended by "\n". A trailing "\r" is removed and lines holding only
 // whitespace are skipped. Lines may be of any length up to the limit; a
 // longer line is discarded as it is read, never held whole in memory.
 //
-// The reader that [HeaderFraming] returns is a LineReader too, which reads
+// The reader that [HeaderFraming] returns is a lineReader too, which reads
 // messages framed by headers instead (see [HeaderFraming]).
 //
-// A LineReader is not safe for concurrent use.
-type LineReader struct {
+// A lineReader is not safe for concurrent use.
+type lineReader struct {
 	r       io.Reader
 	max     int
 	buf     []byte
@@ -89,13 +89,13 @@ type LineReader struct {
 	stopped bool
 }
 
-// NewLineReader returns a LineReader that reads from r messages of at most
+// newLineReader returns a lineReader that reads from r messages of at most
 // maxSize bytes; zero or less means [DefaultMaxMessageSize].
-func NewLineReader(r io.Reader, maxSize int) *LineReader {
+func newLineReader(r io.Reader, maxSize int) *lineReader {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxMessageSize
 	}
-	return &LineReader{r: r, max: maxSize}
+	return &lineReader{r: r, max: maxSize}
 }
 
 // ReadMessage returns the next message, without its line ending. The slice
@@ -106,7 +106,7 @@ func NewLineReader(r io.Reader, maxSize int) *LineReader {
 // that wraps [ErrMessageTooLarge], and the next call goes on with the line
 // after it. Any other read error is returned, and again on every later
 // call. After Close, ReadMessage returns an error wrapping [ErrClosed].
-func (lr *LineReader) ReadMessage() ([]byte, error) {
+func (lr *lineReader) ReadMessage() ([]byte, error) {
 	if lr.mode != modeLine {
 		return lr.readFramed()
 	}
@@ -162,7 +162,7 @@ func trimLine(line []byte) []byte {
 }
 
 // fill makes room in the buffer and reads into it once.
-func (lr *LineReader) fill() {
+func (lr *lineReader) fill() {
 	if lr.start > 0 {
 		n := copy(lr.buf, lr.buf[lr.start:lr.end])
 		lr.scanned -= lr.start
@@ -204,7 +204,7 @@ func (lr *LineReader) fill() {
 
 // detach moves the unread data to a new buffer, so that slices returned
 // earlier stay valid for as long as anyone holds them.
-func (lr *LineReader) detach() {
+func (lr *lineReader) detach() {
 	if lr.mode == modeWhole {
 		return // the body is never reused
 	}
@@ -225,7 +225,7 @@ func (lr *LineReader) detach() {
 // Close marks the reader closed and closes the underlying reader if it is
 // an io.Closer, which unblocks a pending Read on most readers. It is
 // idempotent: later calls do nothing and return nil.
-func (lr *LineReader) Close() error {
+func (lr *lineReader) Close() error {
 	if lr.closed.Swap(true) {
 		return nil
 	}
@@ -236,9 +236,9 @@ func (lr *LineReader) Close() error {
 }
 
 // IsClosed reports whether Close has been called.
-func (lr *LineReader) IsClosed() bool { return lr.closed.Load() }
+func (lr *lineReader) IsClosed() bool { return lr.closed.Load() }
 
-// A LineWriter writes newline-delimited messages, each exactly one line.
+// A lineWriter writes newline-delimited messages, each exactly one line.
 // One that a Server or Client makes for another [Framing] frames each
 // message by it instead.
 // It buffers what it is given and writes it out on Flush, or by itself
@@ -246,9 +246,9 @@ func (lr *LineReader) IsClosed() bool { return lr.closed.Load() }
 // in flight at a time; messages written meanwhile join the next one, and
 // lines never interleave.
 //
-// A LineWriter is safe for concurrent use. After a write error, every
+// A lineWriter is safe for concurrent use. After a write error, every
 // later call returns that error.
-type LineWriter struct {
+type lineWriter struct {
 	w       io.Writer
 	mu      sync.Mutex
 	cond    sync.Cond // signalled when a write ends
@@ -280,13 +280,13 @@ const (
 // full reports whether a writer must wait before it adds a line: a write
 // is in flight and the buffer holds highWater bytes already. So the buffer
 // never holds more than highWater plus one line.
-func (lw *LineWriter) full() bool {
+func (lw *lineWriter) full() bool {
 	return lw.err == nil && lw.writing && len(lw.buf) >= highWater
 }
 
-// NewLineWriter returns a LineWriter that writes to w.
-func NewLineWriter(w io.Writer) *LineWriter {
-	lw := &LineWriter{w: w}
+// newLineWriter returns a lineWriter that writes to w.
+func newLineWriter(w io.Writer) *lineWriter {
+	lw := &lineWriter{w: w}
 	lw.cond.L = &lw.mu
 	return lw
 }
@@ -295,7 +295,7 @@ func NewLineWriter(w io.Writer) *LineWriter {
 // one frame of the writer's framing). A message that spans several lines
 // is compacted first; one that is not valid JSON is refused with an error
 // matching [ErrParse].
-func (lw *LineWriter) WriteMessage(msg []byte) error {
+func (lw *lineWriter) WriteMessage(msg []byte) error {
 	if !validJSON(msg) {
 		return Errorf(CodeParseError, "Parse error: message is not one valid JSON value")
 	}
@@ -311,7 +311,7 @@ func (lw *LineWriter) WriteMessage(msg []byte) error {
 
 // append adds one line, built by add, to the buffer, and writes the buffer
 // out when flush is set or enough has gathered.
-func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
+func (lw *lineWriter) append(add func([]byte) []byte, flush bool) error {
 	lw.mu.Lock()
 	for lw.full() {
 		lw.cond.Wait()
@@ -341,7 +341,7 @@ func (lw *LineWriter) append(add func([]byte) []byte, flush bool) error {
 // peer's garbage still meets backpressure, and a reader whose peer is
 // merely busy writing too goes on reading; past flushThreshold it kicks a
 // write as append does. Errors end up in the writer's sticky error.
-func (lw *LineWriter) appendNow(add func([]byte) []byte) {
+func (lw *lineWriter) appendNow(add func([]byte) []byte) {
 	lw.mu.Lock()
 	for lw.err == nil && lw.writing && len(lw.buf) >= 4*highWater {
 		lw.cond.Wait()
@@ -365,7 +365,7 @@ func (lw *LineWriter) appendNow(add func([]byte) []byte) {
 
 // pending reports whether there is buffered output that no write in
 // flight will take along.
-func (lw *LineWriter) pending() bool {
+func (lw *lineWriter) pending() bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.err == nil && !lw.writing && len(lw.buf) > 0
@@ -373,7 +373,7 @@ func (lw *LineWriter) pending() bool {
 
 // addLine adds one message, built by add, to the buffer, framed; lw.mu
 // is held.
-func (lw *LineWriter) addLine(add func([]byte) []byte) {
+func (lw *lineWriter) addLine(add func([]byte) []byte) {
 	if lw.mode == modeLine {
 		lw.buf = append(add(lw.buf), '\n')
 	} else {
@@ -385,7 +385,7 @@ func (lw *LineWriter) addLine(add func([]byte) []byte) {
 // it: the caller arranges for a flush. While the buffer is full, it waits
 // until there is room or ctx ends; then it adds nothing and returns
 // ctx.Err().
-func (lw *LineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) error {
+func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) error {
 	lw.mu.Lock()
 	if lw.full() {
 		stop := context.AfterFunc(ctx, func() {
@@ -415,7 +415,7 @@ func (lw *LineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) er
 // tryAppend adds one line, built by add, to the buffer, unless the buffer
 // is full or the writer has failed; it never waits, and reports whether
 // the line was added.
-func (lw *LineWriter) tryAppend(add func([]byte) []byte) bool {
+func (lw *lineWriter) tryAppend(add func([]byte) []byte) bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	if lw.err != nil || lw.full() {
@@ -431,7 +431,7 @@ func (lw *LineWriter) tryAppend(add func([]byte) []byte) bool {
 // that others add meanwhile wait in the buffer, after tail. Under
 // HeaderFraming, the header for the whole message goes before head; a
 // Framing of the user's gets the message whole, so there body is copied.
-func (lw *LineWriter) writeLarge(head, body, tail []byte) error {
+func (lw *lineWriter) writeLarge(head, body, tail []byte) error {
 	if lw.mode == modeCustom {
 		return lw.append(func(b []byte) []byte {
 			return append(append(append(b, head...), body...), tail...)
@@ -479,13 +479,13 @@ func (lw *LineWriter) writeLarge(head, body, tail []byte) error {
 // Flush writes out everything buffered. If another goroutine's write is in
 // flight, Flush leaves the data to it: that writer writes what gathered
 // meanwhile as soon as its own write ends.
-func (lw *LineWriter) Flush() error {
+func (lw *lineWriter) Flush() error {
 	lw.mu.Lock()
 	return lw.flushLocked()
 }
 
 // flushLocked is Flush with lw.mu held; it unlocks it.
-func (lw *LineWriter) flushLocked() error {
+func (lw *lineWriter) flushLocked() error {
 	for {
 		if lw.err != nil {
 			err := lw.err
@@ -523,7 +523,7 @@ func (lw *LineWriter) flushLocked() error {
 // Close flushes what is buffered, then closes the underlying writer if it
 // is an io.Closer. Later writes fail with an error wrapping [ErrClosed].
 // Close is idempotent: later calls do nothing and return nil.
-func (lw *LineWriter) Close() error {
+func (lw *lineWriter) Close() error {
 	if lw.closed.Swap(true) {
 		return nil
 	}
@@ -546,7 +546,7 @@ func (lw *LineWriter) Close() error {
 // closeNow closes the writer without writing what is buffered, and closes
 // the underlying writer if it is an io.Closer, which unblocks a write in
 // flight on most writers.
-func (lw *LineWriter) closeNow() {
+func (lw *lineWriter) closeNow() {
 	lw.closed.Store(true)
 	lw.fail(&closedError{})
 	if c, ok := lw.w.(io.Closer); ok {
@@ -556,7 +556,7 @@ func (lw *LineWriter) closeNow() {
 
 // fail makes err the writer's sticky error, unless it already has one, and
 // wakes any writer waiting for room.
-func (lw *LineWriter) fail(err error) {
+func (lw *lineWriter) fail(err error) {
 	lw.mu.Lock()
 	if lw.err == nil {
 		lw.err = err
@@ -566,10 +566,10 @@ func (lw *LineWriter) fail(err error) {
 }
 
 // IsClosed reports whether Close has been called.
-func (lw *LineWriter) IsClosed() bool { return lw.closed.Load() }
+func (lw *lineWriter) IsClosed() bool { return lw.closed.Load() }
 
 // busy reports whether a write to the underlying writer is in flight.
-func (lw *LineWriter) busy() bool {
+func (lw *lineWriter) busy() bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.writing
@@ -577,14 +577,14 @@ func (lw *LineWriter) busy() bool {
 
 // progress reports whether a write is in flight, and how many writes have
 // ended so far.
-func (lw *LineWriter) progress() (writing bool, writes uint64) {
+func (lw *lineWriter) progress() (writing bool, writes uint64) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.writing, lw.writes
 }
 
 // Err returns the writer's sticky error, or nil.
-func (lw *LineWriter) Err() error {
+func (lw *lineWriter) Err() error {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	return lw.err

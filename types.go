@@ -64,14 +64,14 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// IDSource hands out increasing numeric ids, starting at 1. It is safe for
+// idSource hands out increasing numeric ids, starting at 1. It is safe for
 // concurrent use, and its zero value is ready to use.
-type IDSource struct {
+type idSource struct {
 	n atomic.Int64
 }
 
 // Next returns the next id.
-func (s *IDSource) Next() ID { return Int64ID(s.n.Add(1)) }
+func (s *idSource) Next() ID { return Int64ID(s.n.Add(1)) }
 
 // Request is a JSON-RPC 2.0 request, or a notification when ID is zero.
 //
