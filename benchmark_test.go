@@ -102,7 +102,7 @@ func BenchmarkServe(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			input := workload(tc.lines, tc.line)
 			var out bytes.Buffer
-			srv := &jsonrpc.Server{Handler: mux}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 			requests := tc.lines * tc.n
 			if tc.size {
 				b.SetBytes(int64(len(input) / requests))
@@ -195,7 +195,7 @@ func tcpRoundTrips(b *testing.B, callers int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &jsonrpc.Server{Handler: benchMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: benchMux()}}
 	served := make(chan error, 1)
 	go func() { served <- srv.ServeListener(context.Background(), l) }()
 	client, err := jsonrpc.Dial(context.Background(), "tcp", l.Addr().String(), nil)
@@ -221,7 +221,7 @@ func roundTrips(b *testing.B, ctx context.Context, callers int) {
 		served <- jsonrpc.Serve(context.Background(), serverIn, serverOut, benchMux())
 		serverOut.Close()
 	}()
-	client := jsonrpc.NewClient(clientIn, clientOut, nil)
+	client := jsonrpc.NewConn(clientIn, clientOut, nil)
 	callLoop(b, ctx, client, callers)
 	clientOut.Close()
 	if err := <-served; err != nil {

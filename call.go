@@ -32,7 +32,7 @@ type pending struct {
 	signal chan struct{}
 }
 
-// call sends a request and waits for its response; see [Client.Call].
+// call sends a request and waits for its response; see [Conn.Call].
 func (c *conn) call(ctx context.Context, method string, params, result any) error {
 	raw, err := encodeParams(params)
 	if err != nil {
@@ -214,7 +214,7 @@ func (c *conn) closedErr(err error) error {
 	return &closedError{cause: err}
 }
 
-// notifyPeer sends a notification; see [Client.Notify].
+// notifyPeer sends a notification; see [Conn.Notify].
 func (c *conn) notifyPeer(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -233,10 +233,10 @@ func (c *conn) notifyPeer(ctx context.Context, method string, params any) error 
 	return nil
 }
 
-// A BatchCall is one entry of a [Client.Batch].
+// A BatchCall is one entry of a [Caller]'s Batch.
 type BatchCall struct {
 	// Method and Params are the call's method and params, as for
-	// [Client.Call].
+	// [Conn.Call].
 	Method string
 	Params any
 	// Notify makes the entry a notification, which gets no response.
@@ -249,7 +249,7 @@ type BatchCall struct {
 }
 
 // batch sends calls as one array and waits for their responses; see
-// [Client.Batch].
+// [Conn.Batch].
 func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 	if len(calls) == 0 {
 		return errors.New("jsonrpc: empty batch")
@@ -351,7 +351,7 @@ func (c *conn) dropAll(ids []int64) {
 }
 
 // stream calls a streaming method and returns its items; see
-// [Client.Stream].
+// [Conn.Stream].
 func (c *conn) stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
 	return func(yield func(json.RawMessage, error) bool) {
 		raw, err := encodeParams(params)
@@ -623,28 +623,4 @@ func (c *conn) failCalls(cause error) {
 		p.err = c.callErr
 		p.done <- struct{}{}
 	}
-}
-
-// Call calls method on the peer of the connection that ctx belongs to,
-// from inside a handler, and waits for the response, as [Client.Call]
-// does: params must encode as a JSON object or array (or be nil), and the
-// result is decoded into result (nil to drop it). The answer is routed to
-// this call by the connection's read loop, which never waits for a
-// handler slot, and the handler gives up its slot while it waits (see
-// [Server.MaxInFlight]), so handlers that call the peer cannot starve each
-// other, however deeply the two sides' handlers call each other.
-//
-// ctx is the handler's context, or one derived from it: when the
-// handler's request is cancelled, the call ends with ctx's error and the
-// peer is sent the connection's cancel notification; when the connection
-// stops, it ends with an error wrapping [ErrClosed]. An error the peer
-// answers with comes back as an *Error with the peer's code: return it
-// from the handler only if that code suits your own caller too. Outside a
-// handler, Call returns [ErrNoConnection].
-func Call(ctx context.Context, method string, params, result any) error {
-	rc, ok := ctx.Value(senderKey{}).(*reqCtx)
-	if !ok {
-		return ErrNoConnection
-	}
-	return rc.conn.call(ctx, method, params, result)
 }

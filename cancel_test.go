@@ -65,11 +65,13 @@ func TestCancelVisible(t *testing.T) {
 	onCancel, seen := cancelRecorder()
 	var log lockedBuffer
 	in, lines := h3Server(t, &jsonrpc.Server{
-		Handler:     mux,
-		Cancel:      mcpCancel,
-		OnCancel:    onCancel,
-		MaxInFlight: 1,
-		Logger:      slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Options: jsonrpc.Options{
+			Handler:      mux,
+			Cancellation: mcpCancel,
+			OnCancel:     onCancel,
+			MaxInFlight:  1,
+			Logger:       slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		},
 	})
 	send := func(line string) {
 		t.Helper()
@@ -133,9 +135,11 @@ func TestAcceptCancel(t *testing.T) {
 		return nil, ctx.Err()
 	}))
 	in, lines := h3Server(t, &jsonrpc.Server{
-		Handler:      mux,
-		Cancel:       mcpCancel,
-		AcceptCancel: []jsonrpc.Cancellation{{}, mcpCancel},
+		Options: jsonrpc.Options{
+			Handler:      mux,
+			Cancellation: mcpCancel,
+			AcceptCancel: []jsonrpc.Cancellation{{}, mcpCancel},
+		},
 	})
 	for _, line := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"wait","params":["lsp"]}`,
@@ -169,8 +173,8 @@ func TestCancelOutgoingConvention(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	a, _ := twConnPair(t,
-		&jsonrpc.ConnOptions{Cancel: mcpCancel, AcceptCancel: []jsonrpc.Cancellation{{}}},
-		&jsonrpc.ConnOptions{Handler: mux, AcceptCancel: []jsonrpc.Cancellation{mcpCancel}, OnCancel: onCancel})
+		&jsonrpc.Options{Cancellation: mcpCancel, AcceptCancel: []jsonrpc.Cancellation{{}}},
+		&jsonrpc.Options{Handler: mux, AcceptCancel: []jsonrpc.Cancellation{mcpCancel}, OnCancel: onCancel})
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() { errc <- a.Call(ctx, "wait", nil, nil) }()
@@ -202,7 +206,7 @@ func TestCauseOfEnd(t *testing.T) {
 		causes <- context.Cause(ctx)
 		return nil, nil
 	})
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	inR, inW := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), inR, io.Discard) }()

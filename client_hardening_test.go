@@ -91,7 +91,7 @@ func (w *stalledPeer) waitOutput(t *testing.T, s string) {
 // newStalledClient returns a client that writes to a stalledPeer letting
 // pass Writes through, and reads from a pipe on which the peer never
 // answers. The cleanups release the writer, then close the client.
-func newStalledClient(t *testing.T, pass int64) (*jsonrpc.Client, *stalledPeer) {
+func newStalledClient(t *testing.T, pass int64) (*jsonrpc.Conn, *stalledPeer) {
 	t.Helper()
 	w := &stalledPeer{
 		pass:     pass,
@@ -101,7 +101,7 @@ func newStalledClient(t *testing.T, pass int64) (*jsonrpc.Client, *stalledPeer) 
 		wrote:    make(chan struct{}, 1),
 	}
 	respR, respW := io.Pipe()
-	c := jsonrpc.NewClient(respR, w, &jsonrpc.ClientOptions{CancelGrace: 100 * time.Millisecond})
+	c := jsonrpc.NewConn(respR, w, &jsonrpc.Options{StopGrace: 100 * time.Millisecond})
 	t.Cleanup(func() {
 		assert.NoError(t, c.Close())
 		_ = respW.Close()
@@ -141,7 +141,7 @@ func fillParams(t *testing.T) []string {
 	measure := func(pad string) int {
 		var out lockedBuffer
 		r, w := io.Pipe()
-		c := jsonrpc.NewClient(r, &out, nil)
+		c := jsonrpc.NewConn(r, &out, nil)
 		// A context that cannot end: the caller writes the line itself.
 		require.NoError(t, c.Notify(context.Background(), "fill", []string{pad}))
 		require.NoError(t, c.Close())
@@ -158,7 +158,7 @@ func fillParams(t *testing.T) []string {
 // bytes fill the buffer up to the high-water mark exactly. (Exactly, so
 // that the code before d81da3e, whose writers waited only past the mark,
 // gets here too and fails at the step under test.)
-func fillOutput(t *testing.T, c *jsonrpc.Client, w *stalledPeer, params []string) {
+func fillOutput(t *testing.T, c *jsonrpc.Conn, w *stalledPeer, params []string) {
 	t.Helper()
 	go func() { _ = c.Notify(context.Background(), "first", nil) }()
 	recv(t, w.entered, "a write the peer does not take")
@@ -189,13 +189,13 @@ func heapObjects() uint64 {
 func TestClientHardeningStalledPeer(t *testing.T) {
 	type op struct {
 		name string
-		run  func(ctx context.Context, c *jsonrpc.Client) error
+		run  func(ctx context.Context, c *jsonrpc.Conn) error
 	}
 	ops := []op{
-		{"Call", func(ctx context.Context, c *jsonrpc.Client) error {
+		{"Call", func(ctx context.Context, c *jsonrpc.Conn) error {
 			return c.Call(ctx, "op", []int{1}, nil)
 		}},
-		{"Batch", func(ctx context.Context, c *jsonrpc.Client) error {
+		{"Batch", func(ctx context.Context, c *jsonrpc.Conn) error {
 			calls := []*jsonrpc.BatchCall{{Method: "op"}, {Method: "note", Notify: true}}
 			err := c.Batch(ctx, calls...)
 			if !errors.Is(calls[0].Err, err) || calls[1].Err != nil {
@@ -203,7 +203,7 @@ func TestClientHardeningStalledPeer(t *testing.T) {
 			}
 			return err
 		}},
-		{"Stream", func(ctx context.Context, c *jsonrpc.Client) error {
+		{"Stream", func(ctx context.Context, c *jsonrpc.Conn) error {
 			var errs []error
 			for item, err := range c.Stream(ctx, "op", nil) {
 				if err == nil {
@@ -216,7 +216,7 @@ func TestClientHardeningStalledPeer(t *testing.T) {
 			}
 			return errs[0]
 		}},
-		{"Notify", func(ctx context.Context, c *jsonrpc.Client) error {
+		{"Notify", func(ctx context.Context, c *jsonrpc.Conn) error {
 			return c.Notify(ctx, "op", []int{1})
 		}},
 	}
@@ -226,10 +226,10 @@ func TestClientHardeningStalledPeer(t *testing.T) {
 		// notifyErr is what Notify returns: it returns nil once its
 		// message is handed to the writer, as it is when there is room.
 		notifyErr error
-		setup     func(t *testing.T, c *jsonrpc.Client, w *stalledPeer)
+		setup     func(t *testing.T, c *jsonrpc.Conn, w *stalledPeer)
 	}{
-		{"own message not written", nil, func(*testing.T, *jsonrpc.Client, *stalledPeer) {}},
-		{"output full", context.DeadlineExceeded, func(t *testing.T, c *jsonrpc.Client, w *stalledPeer) {
+		{"own message not written", nil, func(*testing.T, *jsonrpc.Conn, *stalledPeer) {}},
+		{"output full", context.DeadlineExceeded, func(t *testing.T, c *jsonrpc.Conn, w *stalledPeer) {
 			fillOutput(t, c, w, params)
 		}},
 	}
@@ -254,7 +254,7 @@ func TestClientHardeningStalledPeer(t *testing.T) {
 				} else {
 					assert.ErrorIs(t, err, want)
 				}
-				assert.NoError(t, c.Err(), "the client closed")
+				assert.False(t, isDone(c), "the connection ended")
 			})
 		}
 	}
@@ -300,7 +300,7 @@ func TestClientHardeningCancelWhilePeerStalled(t *testing.T) {
 			case <-time.After(promptly):
 				t.Fatalf("Call did not return within %v of its ctx ending", promptly)
 			}
-			assert.NoError(t, c.Err(), "the client closed")
+			assert.False(t, isDone(c), "the connection ended")
 
 			if tc.full {
 				// The buffer was still full: the notice had no room.
@@ -341,7 +341,7 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 			})
 			// The queue is bounded by bytes: 512 a queued request, plus
 			// its line. 64 KiB holds about a hundred.
-			opts := &jsonrpc.ClientOptions{Handler: h, MaxInFlight: maxInFlight, MaxPendingBytes: 64 << 10}
+			opts := &jsonrpc.Options{Handler: h, MaxInFlight: maxInFlight, MaxPendingBytes: 64 << 10}
 			answers, sent := newFloodPeer(t, opts, n,
 				func(w io.Writer, i int) error {
 					_, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"method":"block"}`+"\n", i)
@@ -377,7 +377,7 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 				return nil, nil
 			})
 			before := heapObjects()
-			answers, sent := newFloodPeer(t, &jsonrpc.ClientOptions{Handler: h, MaxInFlight: 64, MaxPendingBytes: maxPending}, n,
+			answers, sent := newFloodPeer(t, &jsonrpc.Options{Handler: h, MaxInFlight: 64, MaxPendingBytes: maxPending}, n,
 				func(w io.Writer, i int) error {
 					// Three writes: the peer holds one copy of the body.
 					if _, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"method":"big","params":["`, i); err != nil {
@@ -403,7 +403,8 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 	})
 
 	// Close while the reader waits for a slot: the Handlers' contexts end,
-	// and nothing waits for CancelGrace.
+	// the queued requests are answered at once, and nothing waits for
+	// StopGrace.
 	t.Run("Close while held", func(t *testing.T) {
 		checkLeaks(t)
 		synctest.Test(t, func(t *testing.T) {
@@ -417,7 +418,8 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 			})
 			ansR, ansW := io.Pipe()
 			reqR, reqW := io.Pipe()
-			c := jsonrpc.NewClient(reqR, ansW, &jsonrpc.ClientOptions{Handler: h, MaxInFlight: maxInFlight, CancelGrace: grace})
+			c := jsonrpc.NewConn(reqR, ansW, &jsonrpc.Options{Handler: h, MaxInFlight: maxInFlight, StopGrace: grace})
+			go func() { _, _ = io.Copy(io.Discard, ansR) }() // the peer reads the answers
 			peerDone := make(chan struct{})
 			go func() {
 				defer close(peerDone)
@@ -434,7 +436,7 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 			assert.Positive(t, started.Load(), "handlers started")
 			start := time.Now()
 			assert.NoError(t, c.Close())
-			assert.Less(t, time.Since(start), grace, "Close waited out CancelGrace")
+			assert.Less(t, time.Since(start), grace, "Close waited out StopGrace")
 			recv(t, c.Done(), "the reader goroutine to end")
 			_ = reqW.Close()
 			_ = ansR.Close()
@@ -449,11 +451,11 @@ func TestClientHardeningIncomingRequests(t *testing.T) {
 // the client's answers and checks that each request is answered exactly
 // once with result, then ends the connection. It must run inside a
 // synctest bubble: its deadlines fire only when everyone is stuck.
-func newFloodPeer(t *testing.T, opts *jsonrpc.ClientOptions, n int, write func(w io.Writer, i int) error) (answers func(result string), sent *atomic.Int64) {
+func newFloodPeer(t *testing.T, opts *jsonrpc.Options, n int, write func(w io.Writer, i int) error) (answers func(result string), sent *atomic.Int64) {
 	t.Helper()
 	ansR, ansW := io.Pipe() // client -> peer: the answers
 	reqR, reqW := io.Pipe() // peer -> client: the requests
-	c := jsonrpc.NewClient(reqR, ansW, opts)
+	c := jsonrpc.NewConn(reqR, ansW, opts)
 	sent = new(atomic.Int64)
 	peerDone := make(chan error, 1)
 	go func() {
@@ -559,7 +561,7 @@ func waitBlockedRead(t *testing.T) {
 }
 
 // TestClientHardeningCloseBounded checks that Close returns within about
-// CancelGrace when the reader goroutine sits in a Read that closing the
+// StopGrace when the reader goroutine sits in a Read that closing the
 // reader does not interrupt, or a Handler ignores its context; and that
 // what was left running ends once it can.
 func TestClientHardeningCloseBounded(t *testing.T) {
@@ -568,15 +570,15 @@ func TestClientHardeningCloseBounded(t *testing.T) {
 		name string
 		// start returns a client stuck in some way and a function that
 		// unsticks it.
-		start func(t *testing.T) (c *jsonrpc.Client, unstick func())
+		start func(t *testing.T) (c *jsonrpc.Conn, unstick func())
 	}{
-		{"reader whose Close does not interrupt Read", func(t *testing.T) (*jsonrpc.Client, func()) {
+		{"reader whose Close does not interrupt Read", func(t *testing.T) (*jsonrpc.Conn, func()) {
 			r := &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
-			c := jsonrpc.NewClient(r, io.Discard, &jsonrpc.ClientOptions{CancelGrace: grace})
+			c := jsonrpc.NewConn(r, io.Discard, &jsonrpc.Options{StopGrace: grace})
 			recv(t, r.entered, "the reader goroutine to start a Read")
 			return c, func() { close(r.unblock) }
 		}},
-		{"os.File on a pipe in blocking mode", func(t *testing.T) (*jsonrpc.Client, func()) {
+		{"os.File on a pipe in blocking mode", func(t *testing.T) (*jsonrpc.Conn, func()) {
 			if runtime.GOOS == "windows" {
 				t.Skip("a Unix pipe in blocking mode")
 			}
@@ -586,11 +588,11 @@ func TestClientHardeningCloseBounded(t *testing.T) {
 			// an ordinary pipe: Read is a read(2) that Close does not
 			// interrupt.
 			_ = r.Fd()
-			c := jsonrpc.NewClient(r, io.Discard, &jsonrpc.ClientOptions{CancelGrace: grace})
+			c := jsonrpc.NewConn(r, io.Discard, &jsonrpc.Options{StopGrace: grace})
 			waitBlockedRead(t)
 			return c, func() { _ = w.Close() }
 		}},
-		{"Handler that ignores its context", func(t *testing.T) (*jsonrpc.Client, func()) {
+		{"Handler that ignores its context", func(t *testing.T) (*jsonrpc.Conn, func()) {
 			respR, respW := io.Pipe()
 			entered, unblock := make(chan struct{}), make(chan struct{})
 			h := jsonrpc.HandlerFunc(func(context.Context, *jsonrpc.Request) (any, error) {
@@ -598,7 +600,7 @@ func TestClientHardeningCloseBounded(t *testing.T) {
 				<-unblock
 				return nil, nil
 			})
-			c := jsonrpc.NewClient(respR, io.Discard, &jsonrpc.ClientOptions{Handler: h, CancelGrace: grace})
+			c := jsonrpc.NewConn(respR, io.Discard, &jsonrpc.Options{Handler: h, StopGrace: grace})
 			_, err := io.WriteString(respW, `{"jsonrpc":"2.0","id":1,"method":"hold"}`+"\n")
 			require.NoError(t, err)
 			recv(t, entered, "the Handler to start")
@@ -618,7 +620,7 @@ func TestClientHardeningCloseBounded(t *testing.T) {
 				return
 			}
 			assert.ErrorIs(t, recv(t, call, "the pending call"), jsonrpc.ErrClosed)
-			assert.ErrorIs(t, c.Err(), jsonrpc.ErrClosed)
+			assert.ErrorIs(t, c.Wait(), jsonrpc.ErrClosed)
 
 			// What was left behind ends once it can (checkLeaks checks the
 			// rest).
@@ -679,7 +681,7 @@ func TestClientHardeningStreamBuffer(t *testing.T) {
 		checkLeaks(t)
 		const n = 64 // 64 MiB of items
 		ended := make(chan bool, 1)
-		c := newPairOpts(t, bigItemsMux(ended, nil), &jsonrpc.ClientOptions{MaxStreamBuffer: maxBuffer})
+		c := newPairOpts(t, bigItemsMux(ended, nil), &jsonrpc.Options{MaxStreamBuffer: maxBuffer})
 		before := heapObjects()
 		var got []int
 		var errs []error
@@ -713,7 +715,7 @@ func TestClientHardeningStreamBuffer(t *testing.T) {
 		var pong string
 		require.NoError(t, c.Call(t.Context(), "ping", nil, &pong), "a call after the overflow")
 		assert.Equal(t, "pong", pong)
-		assert.NoError(t, c.Err())
+		assert.False(t, isDone(c), "the connection ended")
 	})
 
 	t.Run("range keeps up", func(t *testing.T) {
@@ -733,7 +735,7 @@ func TestClientHardeningStreamBuffer(t *testing.T) {
 				return false
 			}
 		}
-		c := newPairOpts(t, bigItemsMux(ended, pace), &jsonrpc.ClientOptions{MaxStreamBuffer: maxBuffer})
+		c := newPairOpts(t, bigItemsMux(ended, pace), &jsonrpc.Options{MaxStreamBuffer: maxBuffer})
 		var got []int
 		for item, err := range c.Stream(t.Context(), "items", map[string]int{"n": n}) {
 			require.NoError(t, err)

@@ -50,25 +50,25 @@ func assertNone[T any](t *testing.T, ch <-chan T, what string) {
 // cleanup closes the client's end of the requests pipe, waits for Serve to
 // return at the end of its input (it closes the responses pipe as a real
 // peer would when it exits), and closes the client.
-func newPair(t *testing.T, h jsonrpc.Handler) *jsonrpc.Client {
+func newPair(t *testing.T, h jsonrpc.Handler) *jsonrpc.Conn {
 	t.Helper()
 	return newPairOpts(t, h, nil)
 }
 
 // newPairOpts is newPair with client options.
-func newPairOpts(t *testing.T, h jsonrpc.Handler, opts *jsonrpc.ClientOptions) *jsonrpc.Client {
+func newPairOpts(t *testing.T, h jsonrpc.Handler, opts *jsonrpc.Options) *jsonrpc.Conn {
 	t.Helper()
 	reqR, reqW := io.Pipe()   // client -> server
 	respR, respW := io.Pipe() // server -> client
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := &jsonrpc.Server{Handler: h}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: h}}
 	served := make(chan error, 1)
 	go func() {
 		err := srv.Serve(ctx, reqR, respW)
 		_ = respW.Close()
 		served <- err
 	}()
-	c := jsonrpc.NewClient(respR, reqW, opts)
+	c := jsonrpc.NewConn(respR, reqW, opts)
 	t.Cleanup(func() {
 		defer cancel()
 		_ = reqW.Close() // the end of the server's input
@@ -101,14 +101,14 @@ type rawPeer struct {
 
 // newRawPeer returns a client talking to a raw peer. A cleanup closes the
 // client and the pipes and waits for the peer's reading goroutine.
-func newRawPeer(t *testing.T, opts *jsonrpc.ClientOptions) (*jsonrpc.Client, *rawPeer) {
+func newRawPeer(t *testing.T, opts *jsonrpc.Options) (*jsonrpc.Conn, *rawPeer) {
 	t.Helper()
 	return newRawPeerReader(t, nil, opts)
 }
 
 // newRawPeerReader is newRawPeer with the client reading from r instead of
 // from the peer, when r is not nil.
-func newRawPeerReader(t *testing.T, r io.Reader, opts *jsonrpc.ClientOptions) (*jsonrpc.Client, *rawPeer) {
+func newRawPeerReader(t *testing.T, r io.Reader, opts *jsonrpc.Options) (*jsonrpc.Conn, *rawPeer) {
 	t.Helper()
 	reqR, reqW := io.Pipe()
 	respR, respW := io.Pipe()
@@ -135,7 +135,7 @@ func newRawPeerReader(t *testing.T, r io.Reader, opts *jsonrpc.ClientOptions) (*
 			}
 		}
 	}()
-	c := jsonrpc.NewClient(r, reqW, opts)
+	c := jsonrpc.NewConn(r, reqW, opts)
 	t.Cleanup(func() {
 		assert.NoError(t, c.Close())
 		close(quit)
@@ -192,7 +192,7 @@ type callResult struct {
 
 // goCall runs c.Call on a new goroutine and returns where its outcome
 // will be.
-func goCall(ctx context.Context, c *jsonrpc.Client, method string, params any) <-chan callResult {
+func goCall(ctx context.Context, c *jsonrpc.Conn, method string, params any) <-chan callResult {
 	ch := make(chan callResult, 1)
 	go func() {
 		var r json.RawMessage
@@ -436,7 +436,7 @@ func TestClientNotify(t *testing.T) {
 	})
 	var unknown sync.Mutex
 	var unknownIDs []string
-	c := newPairOpts(t, mux, &jsonrpc.ClientOptions{OnUnknownResponse: func(r *jsonrpc.Response) {
+	c := newPairOpts(t, mux, &jsonrpc.Options{OnUnknownResponse: func(r *jsonrpc.Response) {
 		unknown.Lock()
 		unknownIDs = append(unknownIDs, r.ID.String())
 		unknown.Unlock()
@@ -684,7 +684,7 @@ func TestClientStream(t *testing.T) {
 	checkLeaks(t)
 	stopped := make(chan string, 8)
 	notified := make(chan string, 1024)
-	c := newPairOpts(t, streamMux(stopped), &jsonrpc.ClientOptions{
+	c := newPairOpts(t, streamMux(stopped), &jsonrpc.Options{
 		OnNotify: func(req *jsonrpc.Request) { notified <- req.Method },
 	})
 
@@ -814,14 +814,14 @@ func TestClientOnNotify(t *testing.T) {
 		mux := new(jsonrpc.Mux)
 		mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p countParams) (string, error) {
 			for i := 1; i <= p.N; i++ {
-				if err := jsonrpc.Notify(ctx, "progress", map[string]int{"done": i}); err != nil {
+				if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"done": i}); err != nil {
 					return "", err
 				}
 			}
 			return "done", nil
 		}))
 		var log noteLog
-		c := newPairOpts(t, mux, &jsonrpc.ClientOptions{OnNotify: log.onNotify})
+		c := newPairOpts(t, mux, &jsonrpc.Options{OnNotify: log.onNotify})
 		for _, count := range []int{0, 1, 10, 1000} {
 			t.Run(fmt.Sprint(count), func(t *testing.T) {
 				var got string
@@ -839,7 +839,7 @@ func TestClientOnNotify(t *testing.T) {
 	t.Run("arrival order", func(t *testing.T) {
 		checkLeaks(t)
 		var log noteLog
-		c, p := newRawPeer(t, &jsonrpc.ClientOptions{OnNotify: log.onNotify})
+		c, p := newRawPeer(t, &jsonrpc.Options{OnNotify: log.onNotify})
 		res := goCall(t.Context(), c, "ping", nil)
 		req := p.nextMsg(t)
 		var want []string
@@ -870,14 +870,14 @@ func TestClientCancel(t *testing.T) {
 	}{
 		{name: "cancel sends cancelRequest"},
 		{name: "deadline sends cancelRequest", deadline: true},
-		{name: "NoCancelRequest", noCancel: true},
+		{name: "CancelQuietly", noCancel: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
 			unknown := make(chan *jsonrpc.Response, 4)
-			c, p := newRawPeer(t, &jsonrpc.ClientOptions{
-				NoCancelRequest:   tc.noCancel,
+			c, p := newRawPeer(t, &jsonrpc.Options{
+				CancelQuietly:     tc.noCancel,
 				OnUnknownResponse: func(r *jsonrpc.Response) { unknown <- r },
 			})
 			ctx, cancel := context.WithCancel(t.Context())
@@ -904,7 +904,7 @@ func TestClientCancel(t *testing.T) {
 					fmt.Sprintf(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":%s}}`, req.ID),
 					p.next(t))
 			}
-			// The next line is the next call: with NoCancelRequest, no
+			// The next line is the next call: with CancelQuietly, no
 			// cancel went out in between.
 			ping := goCall(t.Context(), c, "ping", nil)
 			pingReq := p.nextMsg(t)
@@ -956,7 +956,7 @@ func TestClientCancel(t *testing.T) {
 		})
 		mux.HandleFunc("ping", func(context.Context, *jsonrpc.Request) (any, error) { return "pong", nil })
 		unknown := make(chan *jsonrpc.Response, 4)
-		c := newPairOpts(t, mux, &jsonrpc.ClientOptions{
+		c := newPairOpts(t, mux, &jsonrpc.Options{
 			OnUnknownResponse: func(r *jsonrpc.Response) { unknown <- r },
 		})
 		ctx, cancel := context.WithCancel(t.Context())
@@ -1012,7 +1012,7 @@ func TestClientIncomingRequest(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
-			c, p := newRawPeer(t, &jsonrpc.ClientOptions{Handler: tc.handler})
+			c, p := newRawPeer(t, &jsonrpc.Options{Handler: tc.handler})
 			res := goCall(t.Context(), c, "ping", nil)
 			req := p.nextMsg(t)
 			p.send(t, strings.ReplaceAll(tc.request, "%s", string(req.ID)))
@@ -1047,7 +1047,7 @@ func TestClientUnknownResponse(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
 			unknown := make(chan *jsonrpc.Response, 4)
-			c, p := newRawPeer(t, &jsonrpc.ClientOptions{
+			c, p := newRawPeer(t, &jsonrpc.Options{
 				OnUnknownResponse: func(r *jsonrpc.Response) { unknown <- r },
 			})
 			// A call is in flight (with id 1) while the stray response
@@ -1086,7 +1086,7 @@ func TestClientUnknownResponse(t *testing.T) {
 	t.Run("a second answer to the same call", func(t *testing.T) {
 		checkLeaks(t)
 		unknown := make(chan *jsonrpc.Response, 4)
-		c, p := newRawPeer(t, &jsonrpc.ClientOptions{
+		c, p := newRawPeer(t, &jsonrpc.Options{
 			OnUnknownResponse: func(r *jsonrpc.Response) { unknown <- r },
 		})
 		res := goCall(t.Context(), c, "ping", nil)
@@ -1104,42 +1104,46 @@ func TestClientUnknownResponse(t *testing.T) {
 func TestClientMalformedLines(t *testing.T) {
 	// Each line arrives while a call (whose id replaces %s) is in flight.
 	// None of them may complete the call, reach OnNotify or
-	// OnUnknownResponse, or stop the client.
+	// OnUnknownResponse, or stop the connection; each is answered as a
+	// server answers it (code, and id: "null", or "id" for the call's),
+	// except blank lines, which are skipped.
 	tests := []struct {
 		name string
 		line string
+		code jsonrpc.Code
+		id   string
 	}{
-		{"not JSON", `this is not JSON`},
-		{"truncated object", `{"jsonrpc":"2.0","id":%s,"result":`},
-		{"unterminated array", `[`},
-		{"empty batch", `[]`},
-		{"batch of numbers", `[1,2]`},
-		{"number", `42`},
-		{"string", `"str"`},
-		{"null", `null`},
-		{"trailing garbage", `{"jsonrpc":"2.0","id":%s,"result":1} x`},
-		{"two values", `{"jsonrpc":"2.0","id":%s,"result":1}{"jsonrpc":"2.0","id":%s,"result":2}`},
-		{"wrong version", `{"jsonrpc":"1.0","id":%s,"result":1}`},
-		{"no version", `{"id":%s,"result":1}`},
-		{"neither result nor error", `{"jsonrpc":"2.0","id":%s}`},
-		{"both result and error", `{"jsonrpc":"2.0","id":%s,"result":1,"error":{"code":1,"message":"m"}}`},
-		{"error not an object", `{"jsonrpc":"2.0","id":%s,"error":"bad"}`},
-		{"error code not a number", `{"jsonrpc":"2.0","id":%s,"error":{"code":"x","message":"m"}}`},
-		{"error without message", `{"jsonrpc":"2.0","id":%s,"error":{"code":1}}`},
-		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"result":1}`},
-		{"duplicate member", `{"jsonrpc":"2.0","id":%s,"result":1,"result":2}`},
-		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":\"\xff\"}"},
-		{"over the size limit", `{"jsonrpc":"2.0","id":%s,"result":"` + strings.Repeat("x", 8192) + `"}`},
-		{"notification with bad params", `{"jsonrpc":"2.0","method":"m","params":5}`},
-		{"blank", `   `},
-		{"carriage return only", "\r"},
+		{"not JSON", `this is not JSON`, -32700, "null"},
+		{"truncated object", `{"jsonrpc":"2.0","id":%s,"result":`, -32700, "null"},
+		{"unterminated array", `[`, -32700, "null"},
+		{"empty batch", `[]`, -32600, "null"},
+		{"batch of numbers", `[1,2]`, -32600, "batch"},
+		{"number", `42`, -32600, "null"},
+		{"string", `"str"`, -32600, "null"},
+		{"null", `null`, -32600, "null"},
+		{"trailing garbage", `{"jsonrpc":"2.0","id":%s,"result":1} x`, -32700, "null"},
+		{"two values", `{"jsonrpc":"2.0","id":%s,"result":1}{"jsonrpc":"2.0","id":%s,"result":2}`, -32700, "null"},
+		{"wrong version", `{"jsonrpc":"1.0","id":%s,"result":1}`, -32600, "id"},
+		{"no version", `{"id":%s,"result":1}`, -32600, "id"},
+		{"neither result nor error", `{"jsonrpc":"2.0","id":%s}`, -32600, "id"},
+		{"both result and error", `{"jsonrpc":"2.0","id":%s,"result":1,"error":{"code":1,"message":"m"}}`, -32600, "id"},
+		{"error not an object", `{"jsonrpc":"2.0","id":%s,"error":"bad"}`, -32600, "id"},
+		{"error code not a number", `{"jsonrpc":"2.0","id":%s,"error":{"code":"x","message":"m"}}`, -32600, "id"},
+		{"error without message", `{"jsonrpc":"2.0","id":%s,"error":{"code":1}}`, -32600, "id"},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"result":1}`, -32600, "null"},
+		{"duplicate member", `{"jsonrpc":"2.0","id":%s,"result":1,"result":2}`, -32600, "id"},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":\"\xff\"}", -32700, "null"},
+		{"over the size limit", `{"jsonrpc":"2.0","id":%s,"result":"` + strings.Repeat("x", 8192) + `"}`, -32600, "null"},
+		{"notification with bad params", `{"jsonrpc":"2.0","method":"m","params":5}`, -32600, "null"},
+		{"blank", `   `, 0, ""},
+		{"carriage return only", "\r", 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
 			var log noteLog
 			unknown := make(chan *jsonrpc.Response, 4)
-			c, p := newRawPeer(t, &jsonrpc.ClientOptions{
+			c, p := newRawPeer(t, &jsonrpc.Options{
 				MaxMessageSize:    4096,
 				OnNotify:          log.onNotify,
 				OnUnknownResponse: func(r *jsonrpc.Response) { unknown <- r },
@@ -1147,6 +1151,9 @@ func TestClientMalformedLines(t *testing.T) {
 			res := goCall(t.Context(), c, "ping", nil)
 			req := p.nextMsg(t)
 			p.send(t, strings.ReplaceAll(tc.line, "%s", string(req.ID)))
+			if tc.code != 0 {
+				checkMalformedAnswer(t, p.next(t), tc.code, tc.id, string(req.ID))
+			}
 			p.sendf(t, `{"jsonrpc":"2.0","id":%s,"result":"pong"}`, req.ID)
 			r := recv(t, res, "the call")
 			require.NoError(t, r.err)
@@ -1162,6 +1169,37 @@ func TestClientMalformedLines(t *testing.T) {
 			require.NoError(t, r.err)
 			assert.JSONEq(t, `"again"`, string(r.result))
 		})
+	}
+}
+
+// checkMalformedAnswer checks line, the answer to a malformed message:
+// an error with code and the id that id names ("null", or "id" for
+// callID), or, for "batch", an array of such errors with null ids.
+func checkMalformedAnswer(t *testing.T, line string, code jsonrpc.Code, id, callID string) {
+	t.Helper()
+	type answer struct {
+		ID    json.RawMessage `json:"id"`
+		Error *jsonrpc.Error  `json:"error"`
+	}
+	var answers []answer
+	if id == "batch" {
+		require.NoError(t, json.Unmarshal([]byte(line), &answers), "answer %q", line)
+		assert.NotEmpty(t, answers, "answer %q", line)
+		id = "null"
+	} else {
+		var a answer
+		require.NoError(t, json.Unmarshal([]byte(line), &a), "answer %q", line)
+		answers = append(answers, a)
+	}
+	want := "null"
+	if id == "id" {
+		want = callID
+	}
+	for _, a := range answers {
+		if assert.NotNil(t, a.Error, "answer %q", line) {
+			assert.Equal(t, code, a.Error.Code, "answer %q", line)
+		}
+		assert.Equal(t, want, string(a.ID), "answer %q", line)
 	}
 }
 
@@ -1191,7 +1229,7 @@ func TestClientClose(t *testing.T) {
 		c := newPair(t, specMux())
 		var n int
 		require.NoError(t, c.Call(t.Context(), "sum", []int{1, 2}, &n))
-		assert.NoError(t, c.Err())
+		assert.False(t, isDone(c), "the connection ended")
 		assert.NoError(t, c.Close())
 		assert.NoError(t, c.Close())
 		var wg sync.WaitGroup
@@ -1201,7 +1239,7 @@ func TestClientClose(t *testing.T) {
 		wg.Wait()
 		recv(t, c.Done(), "the reader goroutine to end")
 
-		assert.ErrorIs(t, c.Err(), jsonrpc.ErrClosed)
+		assert.ErrorIs(t, c.Wait(), jsonrpc.ErrClosed)
 		assert.ErrorIs(t, c.Call(t.Context(), "sum", []int{1}, &n), jsonrpc.ErrClosed)
 		assert.ErrorIs(t, c.Notify(t.Context(), "update", nil), jsonrpc.ErrClosed)
 		assert.ErrorIs(t, c.Batch(t.Context(), &jsonrpc.BatchCall{Method: "sum"}), jsonrpc.ErrClosed)
@@ -1220,17 +1258,17 @@ func TestClientClose(t *testing.T) {
 	tests := []struct {
 		name  string
 		cause error // also wrapped, if set
-		end   func(c *jsonrpc.Client, p *rawPeer, r brokenReader)
+		end   func(c *jsonrpc.Conn, p *rawPeer, r brokenReader)
 		// broken makes the client read from a brokenReader.
 		broken bool
 	}{
-		{"Close", nil, func(c *jsonrpc.Client, _ *rawPeer, _ brokenReader) { _ = c.Close() }, false},
-		{"peer closes its end", io.EOF, func(_ *jsonrpc.Client, p *rawPeer, _ brokenReader) { _ = p.w.Close() }, false},
-		{"peer dies mid-line", io.EOF, func(_ *jsonrpc.Client, p *rawPeer, _ brokenReader) {
+		{"Close", nil, func(c *jsonrpc.Conn, _ *rawPeer, _ brokenReader) { _ = c.Close() }, false},
+		{"peer closes its end", io.EOF, func(_ *jsonrpc.Conn, p *rawPeer, _ brokenReader) { _ = p.w.Close() }, false},
+		{"peer dies mid-line", io.EOF, func(_ *jsonrpc.Conn, p *rawPeer, _ brokenReader) {
 			_, _ = io.WriteString(p.w, `{"jsonrpc":"2.0","id":1,"res`)
 			_ = p.w.Close()
 		}, false},
-		{"read error", errBoom, func(_ *jsonrpc.Client, _ *rawPeer, r brokenReader) { r.errc <- errBoom }, true},
+		{"read error", errBoom, func(_ *jsonrpc.Conn, _ *rawPeer, r brokenReader) { r.errc <- errBoom }, true},
 	}
 	for _, tc := range tests {
 		t.Run("pending calls fail: "+tc.name, func(t *testing.T) {
@@ -1288,9 +1326,10 @@ func TestClientClose(t *testing.T) {
 				}
 			})
 			recv(t, c.Done(), "the reader goroutine to end")
-			assert.ErrorIs(t, c.Err(), jsonrpc.ErrClosed)
+			after := c.Call(t.Context(), "sum", nil, nil)
+			assert.ErrorIs(t, after, jsonrpc.ErrClosed)
 			if tc.cause != nil {
-				assert.ErrorIs(t, c.Err(), tc.cause)
+				assert.ErrorIs(t, after, tc.cause)
 			}
 			err := c.Call(t.Context(), "after", nil, nil)
 			assert.ErrorIs(t, err, jsonrpc.ErrClosed)
@@ -1306,12 +1345,13 @@ func TestClientClose(t *testing.T) {
 		br := brokenReader{errc: make(chan error, 1), entered: make(chan struct{})}
 		c, _ := newRawPeerReader(t, br, nil)
 		recv(t, br.entered, "the reader goroutine to be in Read")
-		// Close cannot interrupt the Read, so it returns at once and the
-		// reader goroutine ends when Read returns.
+		// Close cannot interrupt the Read, so it returns at once, the
+		// connection ends, and the reader goroutine ends when Read returns
+		// (checkLeaks sees to that).
 		assert.NoError(t, c.Close())
-		assertNone(t, c.Done(), "the reader goroutine, still in Read")
+		recv(t, c.Done(), "the connection to end")
+		assert.ErrorIs(t, c.Wait(), jsonrpc.ErrClosed)
 		br.errc <- io.EOF
-		recv(t, c.Done(), "the reader goroutine to end")
 	})
 
 	t.Run("Close cancels and waits for Handler calls", func(t *testing.T) {
@@ -1324,7 +1364,7 @@ func TestClientClose(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-		c, p := newRawPeer(t, &jsonrpc.ClientOptions{Handler: h})
+		c, p := newRawPeer(t, &jsonrpc.Options{Handler: h})
 		p.send(t, `{"jsonrpc":"2.0","id":"srv","method":"block"}`)
 		recv(t, started, "the handler to start")
 		require.NoError(t, c.Close())

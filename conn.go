@@ -15,7 +15,7 @@ import (
 )
 
 // config is what sets up a connection: the fields of a [Server],
-// [ClientOptions] or [ConnOptions].
+// [Options].
 type config struct {
 	handler      Handler
 	log          *slog.Logger
@@ -37,11 +37,10 @@ type config struct {
 	idle         time.Duration   // close the connection after this long idle
 	encoders     *encoders       // shared result encoders; nil for the connection's own
 	in           *lineReader     // if set, the reader, rather than one made for r
-	quiet        bool            // drop malformed messages rather than answer them
 	order        Order
 }
 
-// conn is one connection: the engine behind [Server], [Client] and
+// conn is one connection: the engine behind [Server] and
 // [Conn]. It reads messages, runs handlers for the peer's requests,
 // sends this side's calls and routes their responses.
 type conn struct {
@@ -58,7 +57,6 @@ type conn struct {
 	hideDetail bool
 	grace      time.Duration
 	drainGrace bool
-	quiet      bool
 	idle       time.Duration
 	seen       atomic.Uint64 // messages read, counted while idle is set
 
@@ -104,7 +102,7 @@ type conn struct {
 	done     bool                 // finished is closed
 	finished chan struct{}        // closed when nothing but a parked reader is left
 
-	served   chan struct{} // closed when serve has returned, for Client and Conn
+	served   chan struct{} // closed when serve has returned, for a Conn
 	readDone chan struct{} // closed when reading has ended for good
 	readOnce sync.Once
 	serveErr error // what serve returned
@@ -142,7 +140,6 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		drainGrace:   cfg.drainGrace,
 		idle:         cfg.idle,
 		encoders:     cfg.encoders,
-		quiet:        cfg.quiet,
 		cancelConv:   cfg.cancel,
 		noCancel:     cfg.noCancel,
 		onCancel:     cfg.onCancel,
@@ -178,7 +175,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		c.maxFlight = DefaultMaxInFlight
 	}
 	if c.grace <= 0 {
-		c.grace = DefaultCancelGrace
+		c.grace = DefaultStopGrace
 	}
 	if c.budget <= 0 {
 		c.budget = DefaultMaxPendingBytes
@@ -247,7 +244,7 @@ func (c *conn) serve(ctx context.Context) error {
 	case <-c.finished:
 	default:
 		if drained {
-			break // waited for above, at most twice CancelGrace in all
+			break // waited for above, at most twice StopGrace in all
 		}
 		grace := time.NewTimer(c.grace)
 		select {
@@ -468,20 +465,12 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 		}
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
-				if c.quiet {
-					c.log.Debug("jsonrpc: dropped a message over the size limit")
-				} else {
-					c.writeError(nullID, limitError("message too large", c.in.max))
-				}
+				c.writeError(nullID, limitError("message too large", c.in.max))
 				continue
 			}
 			if errors.Is(err, ErrBadHeader) {
 				// The framing lost one message and found the next.
-				if c.quiet {
-					c.log.Debug("jsonrpc: dropped a message with a bad header", slog.Any("error", err))
-				} else {
-					c.writeError(nullID, ErrParse)
-				}
+				c.writeError(nullID, ErrParse)
 				continue
 			}
 			c.stopReading(err, false)
@@ -509,10 +498,6 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	}
 	kind, batch := scanLine(line, &rs.env, rs.batch, c.maxBatch)
 	rs.batch = batch
-	if c.quiet && kind != lineObject && kind != lineBatch {
-		c.log.Debug("jsonrpc: dropped a malformed message")
-		return true
-	}
 	switch kind {
 	case lineInvalidJSON:
 		c.writeError(nullID, ErrParse)
@@ -582,7 +567,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 
 // route handles, on the reader, a message that is not work for a
 // handler: a cancel notification, a response to a call of ours, an item of
-// one of our streams, or (for a Client) a notification for OnNotify. It
+// one of our streams, or a notification for OnNotify. It
 // reports whether e was one; act=false only reports, for a line whose
 // messages were routed once already.
 func (c *conn) route(rs *readState, e *envelope, act bool) bool {
@@ -612,7 +597,7 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 	}
 	in := c.cancelIn(name)
 	cancel := in != nil
-	item := !cancel && string(name) == `"`+StreamMethod+`"`
+	item := !cancel && string(name) == `"`+StreamItemMethod+`"`
 	if !cancel && !item && c.onNotify == nil || e.checkRequest() != "" {
 		return false
 	}

@@ -342,7 +342,8 @@ func describeType(t reflect.Type) string {
 // producer must stop. A notification to a stream method runs the producer
 // but sends no items.
 //
-// Dispatched in process with [Items], the items reach the caller directly.
+// Called in process with [InProcess.Stream], the items reach the caller
+// directly.
 func Stream[P, T any](fn func(ctx context.Context, params P) iter.Seq2[T, error], opts ...ParamsOption) Handler {
 	rules := rulesFor(reflect.TypeFor[P](), opts)
 	return HandlerFunc(func(ctx context.Context, req *Request) (any, error) {
@@ -375,65 +376,4 @@ func Stream[P, T any](fn func(ctx context.Context, params P) iter.Seq2[T, error]
 		}
 		return n, nil
 	})
-}
-
-// Items dispatches req to h in process and returns its stream items in
-// order: a handler made by [Stream] yields each item it produces, and then
-// the sequence ends; if the handler fails, the last pair carries its error.
-// A handler that is not a stream yields nothing, or only its error.
-// Notifications that the handler sends with [Notify] are dropped.
-//
-// The sequence is single-use. Stopping the range early cancels the
-// handler's context.
-func Items(ctx context.Context, h Handler, req *Request) iter.Seq2[json.RawMessage, error] {
-	return func(yield func(json.RawMessage, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		ls := &localSender{yield: yield, cancel: cancel}
-		_, err := h.ServeJSONRPC(context.WithValue(ctx, senderKey{}, sender(ls)), req)
-		if err != nil && !ls.stopped {
-			yield(nil, err)
-		}
-	}
-}
-
-// localSender delivers stream items to an in-process caller.
-type localSender struct {
-	yield   func(json.RawMessage, error) bool
-	cancel  context.CancelFunc
-	stopped bool
-}
-
-func (ls *localSender) notify(string, any) error { return nil }
-
-func (ls *localSender) emit(item any) error {
-	if ls.stopped {
-		return context.Canceled
-	}
-	raw, err := encodeValue(item)
-	if err != nil {
-		return err
-	}
-	if !ls.yield(json.RawMessage(raw), nil) {
-		ls.stopped = true
-		ls.cancel()
-		return context.Canceled
-	}
-	return nil
-}
-
-// Notify sends a notification on the connection that the handler whose
-// context is ctx serves. It returns once the notification is buffered for
-// writing, and every notification a handler sends before it returns is
-// written before its response. params must encode as a JSON object or
-// array, or be nil.
-//
-// It returns [ErrNoConnection] if ctx does not come from a handler served
-// on a connection.
-func Notify(ctx context.Context, method string, params any) error {
-	s, ok := ctx.Value(senderKey{}).(sender)
-	if !ok {
-		return ErrNoConnection
-	}
-	return s.notify(method, params)
 }

@@ -199,7 +199,7 @@ func TestFuncDecodeError(t *testing.T) {
 			// The same over the wire.
 			mux := new(jsonrpc.Mux)
 			mux.Handle("m", tc.h)
-			got := serveString(t, &jsonrpc.Server{Handler: mux}, req("1", "m", tc.params)+"\n")
+			got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, req("1", "m", tc.params)+"\n")
 			require.Len(t, got, 1)
 			r := decodeResponse(t, got[0])
 			require.NotNil(t, r.Error)
@@ -277,7 +277,7 @@ func TestStreamItems(t *testing.T) {
 			}
 			var items []string
 			var errs []error
-			for item, err := range jsonrpc.Items(t.Context(), h, r) {
+			for item, err := range itemsOf(t.Context(), h, r) {
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -302,7 +302,7 @@ func TestStreamItems(t *testing.T) {
 	t.Run("item that cannot be encoded", func(t *testing.T) {
 		var items []string
 		var errs []error
-		for item, err := range jsonrpc.Items(t.Context(), unencodable, &jsonrpc.Request{ID: jsonrpc.Int64ID(1)}) {
+		for item, err := range itemsOf(t.Context(), unencodable, &jsonrpc.Request{ID: jsonrpc.Int64ID(1)}) {
 			if err != nil {
 				errs = append(errs, err)
 			} else {
@@ -315,7 +315,7 @@ func TestStreamItems(t *testing.T) {
 	t.Run("item that cannot be encoded, over the wire", func(t *testing.T) {
 		mux := new(jsonrpc.Mux)
 		mux.Handle("s", unencodable)
-		got := serveString(t, &jsonrpc.Server{Handler: mux}, req("1", "s", "")+"\n")
+		got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, req("1", "s", "")+"\n")
 		require.Len(t, got, 2)
 		assert.JSONEq(t, `{"jsonrpc":"2.0","method":"$/stream","params":{"id":1,"item":1}}`, got[0])
 		r := decodeResponse(t, got[1])
@@ -345,7 +345,7 @@ func TestItemsBreakStopsProducer(t *testing.T) {
 		}
 	})
 	var got []string
-	for item, err := range jsonrpc.Items(t.Context(), h, &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "s"}) {
+	for item, err := range itemsOf(t.Context(), h, &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "s"}) {
 		require.NoError(t, err)
 		got = append(got, string(item))
 		if len(got) == 3 {
@@ -361,14 +361,14 @@ func TestItemsBreakStopsProducer(t *testing.T) {
 func TestItemsOfPlainHandler(t *testing.T) {
 	t.Run("success yields nothing", func(t *testing.T) {
 		n := 0
-		for range jsonrpc.Items(t.Context(), constHandler(5), &jsonrpc.Request{Method: "m"}) {
+		for range itemsOf(t.Context(), constHandler(5), &jsonrpc.Request{Method: "m"}) {
 			n++
 		}
 		assert.Zero(t, n)
 	})
 	t.Run("error yields only the error", func(t *testing.T) {
 		var errs []error
-		for item, err := range jsonrpc.Items(t.Context(), new(jsonrpc.Mux), &jsonrpc.Request{Method: "m"}) {
+		for item, err := range itemsOf(t.Context(), new(jsonrpc.Mux), &jsonrpc.Request{Method: "m"}) {
 			assert.Nil(t, item)
 			errs = append(errs, err)
 		}
@@ -377,10 +377,10 @@ func TestItemsOfPlainHandler(t *testing.T) {
 	})
 	t.Run("Notify is dropped", func(t *testing.T) {
 		h := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-			return nil, jsonrpc.Notify(ctx, "progress", map[string]int{"n": 1})
+			return nil, jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"n": 1})
 		})
 		n := 0
-		for _, err := range jsonrpc.Items(t.Context(), h, &jsonrpc.Request{Method: "m"}) {
+		for _, err := range itemsOf(t.Context(), h, &jsonrpc.Request{Method: "m"}) {
 			assert.NoError(t, err)
 			n++
 		}
@@ -407,7 +407,7 @@ func TestStreamOverTheWire(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := serveString(t, &jsonrpc.Server{Handler: mux}, req(tc.id, "count", tc.param)+"\n")
+			got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, req(tc.id, "count", tc.param)+"\n")
 			require.Len(t, got, len(tc.items)+1, "output: %q", got)
 			for i, item := range tc.items {
 				assert.JSONEq(t, `{"jsonrpc":"2.0","method":"$/stream","params":{"id":`+tc.id+`,"item":`+item+`}}`, got[i])
@@ -424,7 +424,7 @@ func TestStreamOverTheWire(t *testing.T) {
 				yield(1, nil)
 			}
 		}))
-		got := serveString(t, &jsonrpc.Server{Handler: mux}, req("", "s", "")+"\n")
+		got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, req("", "s", "")+"\n")
 		assert.Empty(t, got, "a notification gets neither items nor a response")
 		assert.True(t, ran, "the producer runs")
 	})
@@ -444,7 +444,7 @@ func TestStreamCancelledOverTheWire(t *testing.T) {
 			stopped <- !yield(1, nil)
 		}
 	}))
-	p := startPipe(t, t.Context(), &jsonrpc.Server{Handler: mux})
+	p := startPipe(t, t.Context(), &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	p.send(req("9", "s", ""))
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"$/stream","params":{"id":9,"item":0}}`, p.recv())
 	p.send(cancelLine("9"))
@@ -472,14 +472,14 @@ func TestNotifyPrecedesResponse(t *testing.T) {
 		Count int `json:"count"`
 	}) (string, error) {
 		for i := 1; i <= p.Count; i++ {
-			if err := jsonrpc.Notify(ctx, "progress", map[string]any{"id": strconv.Itoa(p.Count), "done": i}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]any{"id": strconv.Itoa(p.Count), "done": i}); err != nil {
 				return "", err
 			}
 		}
-		if err := jsonrpc.Notify(ctx, "bare", nil); err != nil {
+		if err := jsonrpc.Peer(ctx).Notify(ctx, "bare", nil); err != nil {
 			return "", err
 		}
-		if err := jsonrpc.Notify(ctx, "list", []int{1}); err != nil {
+		if err := jsonrpc.Peer(ctx).Notify(ctx, "list", []int{1}); err != nil {
 			return "", err
 		}
 		return "done", nil
@@ -488,7 +488,7 @@ func TestNotifyPrecedesResponse(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		lines = append(lines, req(strconv.Quote(strconv.Itoa(n)), "progress", `{"count":`+strconv.Itoa(n)+`}`))
 	}
-	got := serveString(t, &jsonrpc.Server{Handler: mux, MaxInFlight: 4}, strings.Join(lines, "\n")+"\n")
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 4}}, strings.Join(lines, "\n")+"\n")
 
 	seen := make(map[string]int)      // progress notifications seen per id
 	answered := make(map[string]bool) // ids answered
@@ -536,19 +536,19 @@ func TestNotifyPrecedesResponse(t *testing.T) {
 
 func TestNotifyErrors(t *testing.T) {
 	t.Run("no connection", func(t *testing.T) {
-		require.ErrorIs(t, jsonrpc.Notify(t.Context(), "m", nil), jsonrpc.ErrNoConnection)
-		require.ErrorIs(t, jsonrpc.Notify(context.Background(), "m", []int{1}), jsonrpc.ErrNoConnection)
+		require.ErrorIs(t, jsonrpc.Peer(t.Context()).Notify(t.Context(), "m", nil), jsonrpc.ErrNoConnection)
+		require.ErrorIs(t, jsonrpc.Peer(context.Background()).Notify(context.Background(), "m", []int{1}), jsonrpc.ErrNoConnection)
 	})
 	t.Run("bad params", func(t *testing.T) {
 		errs := make(chan error, 3)
 		mux := new(jsonrpc.Mux)
 		mux.HandleFunc("m", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-			errs <- jsonrpc.Notify(ctx, "n", 5)
-			errs <- jsonrpc.Notify(ctx, "n", "text")
-			errs <- jsonrpc.Notify(ctx, "n", make(chan int))
+			errs <- jsonrpc.Peer(ctx).Notify(ctx, "n", 5)
+			errs <- jsonrpc.Peer(ctx).Notify(ctx, "n", "text")
+			errs <- jsonrpc.Peer(ctx).Notify(ctx, "n", make(chan int))
 			return nil, nil
 		})
-		got := serveString(t, &jsonrpc.Server{Handler: mux}, req("1", "m", "")+"\n")
+		got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, req("1", "m", "")+"\n")
 		require.Len(t, got, 1, "no notification went out")
 		assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":null}`, got[0])
 		assert.ErrorIs(t, <-errs, jsonrpc.ErrInvalidParams)
@@ -623,7 +623,7 @@ func TestBatches(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := serveString(t, &jsonrpc.Server{Handler: specMux(), MaxBatch: tc.maxBatch}, tc.in+"\n")
+			got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxBatch: tc.maxBatch}}, tc.in+"\n")
 			if tc.want == "" {
 				assert.Empty(t, got)
 				return
@@ -639,7 +639,7 @@ func TestBatchOverMaxBatch(t *testing.T) {
 	mux := specMux()
 	mux.HandleFunc("mark", func(context.Context, *jsonrpc.Request) (any, error) { ran = true; return nil, nil })
 	in := `[` + req("1", "mark", "") + `,` + req("2", "echo", "[2]") + `,` + req("", "mark", "") + `]`
-	got := serveString(t, &jsonrpc.Server{Handler: mux, MaxBatch: 2}, in+"\n"+req("4", "echo", "[4]")+"\n")
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxBatch: 2}}, in+"\n"+req("4", "echo", "[4]")+"\n")
 	require.Len(t, got, 2)
 	r := decodeResponse(t, got[0])
 	assert.True(t, r.ID.IsNull(), "one error with a null id, not an array: %s", got[0])
@@ -670,7 +670,7 @@ func TestBatchEntriesRunInOrder(t *testing.T) {
 		entries = append(entries, req(id, "rec", "["+strconv.Itoa(i)+"]"))
 		want = append(want, "["+strconv.Itoa(i)+"]")
 	}
-	got := serveString(t, &jsonrpc.Server{Handler: mux}, "["+strings.Join(entries, ",")+"]\n")
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, "["+strings.Join(entries, ",")+"]\n")
 	require.Len(t, got, 1)
 	var resps []jsonrpc.Response
 	require.NoError(t, json.Unmarshal([]byte(got[0]), &resps))
@@ -701,7 +701,7 @@ func TestMiddlewareReplacedParamsAreChecked(t *testing.T) {
 				})
 			})
 			method := map[string]string{"raw": "echo", "any": "echoAny"}[name]
-			out := serveString(t, &jsonrpc.Server{Handler: mux}, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"a":1}}`+"\n")
+			out := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{"a":1}}`+"\n")
 			require.Len(t, out, 1)
 			assert.True(t, json.Valid([]byte(out[0])), "invalid JSON written: %s", out[0])
 			assert.Contains(t, out[0], `"code":-32603`)

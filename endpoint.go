@@ -1,158 +1,137 @@
 package jsonrpc
 
-// This file holds Conn, the endpoint for a connection on which both sides
-// call and serve.
+// This file holds Conn, one end of a connection on which both sides call
+// and serve, and Caller, what every way of calling has in common.
 
 import (
 	"context"
 	"encoding/json"
 	"io"
 	"iter"
-	"log/slog"
 	"time"
 )
 
-// ConnOptions configures a [Conn]. A nil *ConnOptions is valid and gives
-// the defaults of its zero fields, which mean what the fields of the same
-// names mean on a [Server] and in [ClientOptions].
-type ConnOptions struct {
-	// Handler answers the peer's requests and notifications; nil answers
-	// every request with [ErrMethodNotFound]. Handlers run as a
-	// Server's do, and may call the peer with [Call].
-	Handler Handler
-
-	// Logger receives handler panics (at Error) and dropped messages (at
-	// Debug); nil discards.
-	Logger *slog.Logger
-
-	// Framing delimits messages; nil means [LineFraming].
-	Framing Framing
-
-	// Order says which of the peer's messages are handled one at a time,
-	// in arrival order (see [Order]).
-	Order Order
-
-	// Cancel is the cancel convention: the notification sent when the
-	// context of a call ends, and, unless AcceptCancel is set, the one
-	// the peer sends; the zero value is LSP's "$/cancelRequest" (see
-	// [Cancellation]).
-	Cancel Cancellation
-
-	// AcceptCancel, if not empty, lists the cancel notifications accepted
-	// from the peer instead of Cancel's, for a server whose clients speak
-	// different conventions (LSP's and MCP's, say).
-	AcceptCancel []Cancellation
-
-	// OnCancel, if set, is called on the reading goroutine for each cancel
-	// notification from the peer, once it has taken effect, with the
-	// cancel (the cause of the cancelled handlers' contexts) and what it
-	// reached: the requests with its id that were running (their contexts
-	// are cancelled) and those that had not started (they will not run).
-	// Both zero means that no request with that id was in flight: it had
-	// been answered already, or was never sent. It must not block.
-	OnCancel func(cancel *CancelError, running, queued int)
-
-	// NoCancelRequest stops the Conn from sending its cancel notification
-	// when the context of one of its calls ends.
-	NoCancelRequest bool
-
-	// Limits, as on a Server; MaxStreamBuffer as in ClientOptions.
-	MaxMessageSize  int
-	MaxBatch        int
-	MaxInFlight     int
-	MaxPendingBytes int
-	MaxStreamBuffer int
-
-	// HideErrorDetail withholds the text of Go errors from answers, as
-	// [Server.HideErrorDetail] does.
-	HideErrorDetail bool
-
-	// CancelGrace bounds each wait of the connection's end: at the end of
-	// the input, handlers in flight get CancelGrace to finish before
-	// their contexts are cancelled, and then as long again to return;
-	// Close gives them as long. Zero means [DefaultCancelGrace].
-	CancelGrace time.Duration
-
-	// OnUnknownResponse, if set, is called on the reading goroutine for a
-	// response whose id matches no call in flight; such responses are
-	// dropped.
-	OnUnknownResponse func(resp *Response)
+// A Caller calls methods on a JSON-RPC peer. [Conn], [HTTPClient] and
+// [InProcess] are Callers, and so is the connection of a handler's own
+// request ([Peer]), so that code and its tests can call through any of
+// them. Every Caller is safe for concurrent use.
+type Caller interface {
+	// Call calls method with params and decodes the result into result,
+	// which may be nil to drop it. params must encode as a JSON object or
+	// array, or be nil for none; a json.RawMessage is sent as it is. If
+	// the peer answers with an error, Call returns it as an *Error.
+	Call(ctx context.Context, method string, params, result any) error
+	// Notify sends a notification, which gets no answer.
+	Notify(ctx context.Context, method string, params any) error
+	// Batch sends calls as one JSON array and waits for their answers;
+	// each call's outcome is in its Err field.
+	Batch(ctx context.Context, calls ...*BatchCall) error
+	// Stream calls a streaming method (see [Stream]) and returns its
+	// items as they arrive.
+	Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error]
 }
 
-// A Conn is one end of a connection on which both sides call and serve:
-// the peer's requests go to ConnOptions.Handler, as on a [Server], and
-// Call, Notify, Batch and Stream call the peer, as a [Client] does, over
-// one read loop, one writer and one cancel table. Responses are read and
-// delivered whatever the handlers do, so a handler may wait for the peer
-// (see [Call]) however many do the same.
+// A Conn is one end of a JSON-RPC connection, on which both sides may
+// call and serve: Call, Notify, Batch and Stream call the peer and match
+// its answers to the calls by id, in whatever order they come, while the
+// peer's requests go to [Options.Handler], as on a [Server], over one read
+// loop, one writer and one cancel table. Answers are read and delivered
+// whatever the handlers do, so a handler may wait for the peer (see
+// [Peer]) however many do the same. A Conn with no Handler is a client:
+// it answers the peer's requests with "Method not found".
 //
-// A Conn is safe for concurrent use. NewConn starts reading at once.
+// A Conn is safe for concurrent use. It reads on a goroutine of its own
+// from the moment it is made until it ends: when its input ends, or on
+// Close or Shutdown. Done is closed when it has ended, and Wait reports
+// why; its reader and writer are then closed, if they are io.Closers.
 type Conn struct {
 	c *conn
 }
 
-// NewConn returns a Conn that reads messages from r and writes to w, and
-// starts serving it. opts may be nil.
+// NewConn returns a Conn that reads messages from r and writes to w,
+// framed by opts.Framing (one per line by default), and starts reading.
+// opts may be nil.
 //
 // When r ends, calls in flight fail with an error wrapping [ErrClosed],
-// the handlers in flight get CancelGrace to finish, their answers are
-// written, and the connection closes: r and w are closed if they are
-// io.Closers. Wait reports how it ended.
-func NewConn(r io.Reader, w io.Writer, opts *ConnOptions) *Conn {
-	if opts == nil {
-		opts = new(ConnOptions)
-	}
-	c := startConn(&config{
-		handler:      opts.Handler,
-		log:          opts.Logger,
-		framing:      opts.Framing,
-		cancel:       opts.Cancel,
-		maxMessage:   opts.MaxMessageSize,
-		maxBatch:     opts.MaxBatch,
-		maxFlight:    opts.MaxInFlight,
-		budget:       opts.MaxPendingBytes,
-		streamBuffer: opts.MaxStreamBuffer,
-		hideDetail:   opts.HideErrorDetail,
-		noCancel:     opts.NoCancelRequest,
-		grace:        opts.CancelGrace,
-		order:        opts.Order,
-		cancelIn:     opts.AcceptCancel,
-		onCancel:     opts.OnCancel,
-		onUnknown:    opts.OnUnknownResponse,
-		drainGrace:   true,
-	}, r, w)
+// the handlers in flight get StopGrace to finish, their answers are
+// written, and the connection ends: r and w are closed if they are
+// io.Closers (a goroutine blocked in a Read that closing r does not
+// interrupt ends when that Read returns). Wait reports how it ended.
+func NewConn(r io.Reader, w io.Writer, opts *Options) *Conn {
+	return startConn(opts.config(), r, w)
+}
+
+// startConn makes a connection, serves it on a goroutine of its own, and
+// closes its streams when it ends.
+func startConn(cfg *config, r io.Reader, w io.Writer) *Conn {
+	c := newConn(cfg, context.Background(), r, w)
+	c.served = make(chan struct{})
 	go func() {
-		<-c.served
+		c.serveErr = c.serve(context.Background())
+		close(c.served)
 		_ = c.out.Close()
 		_ = c.in.Close()
 	}()
 	return &Conn{c: c}
 }
 
-// Call calls method on the peer and decodes the result into result, as
-// [Client.Call] does.
+// Call calls method on the peer with params and decodes the result into
+// result, which may be nil to drop it. params must encode as a JSON object
+// or array, or be nil for none; a json.RawMessage is sent as it is.
+//
+// The result is decoded with encoding/json by the strict rules that [Func]
+// applies to params: a member name matches a field only exactly, and a
+// name given twice in one object, at any depth, makes Call return an
+// error wrapping [ErrDuplicateMember]. A json.RawMessage result takes the
+// result as it is, unchecked.
+//
+// If the peer answers with an error, Call returns it as an *Error. If ctx
+// ends before the answer comes, Call returns ctx.Err() at once, whatever
+// the peer does, tells the peer with the cancel notification (unless
+// CancelQuietly is set; the notice is best effort and is dropped if the
+// peer is not reading), and drops the late answer. Once the connection
+// has ended, Call returns an error wrapping [ErrClosed] and the reason.
+//
+// With a ctx that can end, the request is written on a goroutine of the
+// connection's, so that a peer that stops reading cannot hold the caller;
+// with one that cannot (context.Background()), the caller writes it
+// itself. A handler that calls with its own context gives up its handler
+// slot while it waits (see [Options.MaxInFlight]).
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	return c.c.call(ctx, method, params, result)
 }
 
-// Notify sends a notification to the peer, as [Client.Notify] does.
+// Notify sends a notification: method with params, for which no answer
+// comes. It returns once the notification is handed to the writer, as
+// Call hands over a request, or when ctx ends first.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	return c.c.notifyPeer(ctx, method, params)
 }
 
-// Batch sends calls to the peer as one array, as [Client.Batch] does.
+// Batch sends calls as one JSON array and waits for their answers,
+// matching each to its call by id; notifications get none. Each call's
+// outcome is in its Err field. Batch itself returns an error only when the
+// batch could not be completed: ctx ended (the calls still waiting are
+// cancelled), or the connection ended.
 func (c *Conn) Batch(ctx context.Context, calls ...*BatchCall) error {
 	return c.c.batch(ctx, calls...)
 }
 
-// Stream calls a streaming method on the peer and returns its items, as
-// [Client.Stream] does.
+// Stream calls a streaming method (see [Stream]) and returns its items as
+// they arrive: each [StreamItemMethod] notification that carries the
+// call's id yields one item, and the sequence ends when the call's answer
+// arrives. If the answer is an error, or the connection ends, the last
+// pair carries the error. Items wait for the range in a buffer of at most
+// MaxStreamBuffer bytes (see [Options]).
+//
+// The call is sent when the range starts. The sequence is single-use.
+// Stopping the range early, or the end of ctx, cancels the call.
 func (c *Conn) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
 	return c.c.stream(ctx, method, params)
 }
 
 // Shutdown stops reading, lets the requests already read finish and their
-// answers be written, and closes the connection; it returns once that is
+// answers be written, and ends the connection; it returns once that is
 // done, or ctx.Err() if ctx ends first (call Close then). Calls in flight
 // fail with an error wrapping [ErrClosed].
 func (c *Conn) Shutdown(ctx context.Context) error {
@@ -166,12 +145,12 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Close closes the connection: reading stops, calls in flight fail with
-// an error wrapping [ErrClosed], the handlers' contexts are cancelled
+// Close ends the connection: reading stops, calls in flight fail with an
+// error wrapping [ErrClosed], the handlers' contexts are cancelled
 // (requests still queued run with theirs cancelled already, so that each
-// gets its answer), and the answers given within CancelGrace are written
+// gets its answer), and the answers given within StopGrace are written
 // before the streams are closed. Close returns when that is done, at most
-// about twice CancelGrace later; called from a handler, it waits all of
+// about twice StopGrace later; called from a handler, it waits all of
 // that, since it waits for its own handler. It is idempotent and safe
 // from any goroutine.
 func (c *Conn) Close() error {
@@ -196,10 +175,7 @@ func (c *Conn) Close() error {
 // or the read or write error that ended it.
 func (c *Conn) Wait() error {
 	<-c.c.served
-	if c.c.serveErr != nil {
-		return c.c.serveErr
-	}
-	return nil
+	return c.c.serveErr
 }
 
 // Done returns a channel that is closed when the connection has ended.

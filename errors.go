@@ -33,7 +33,7 @@ const (
 	// Language Server Protocol uses.
 	CodeRequestCancelled Code = -32800
 	// CodeOverloaded means the connection refused a request it had no
-	// room for: its byte budget (see [Server.MaxPendingBytes]) was spent
+	// room for: its byte budget (see [Options.MaxPendingBytes]) was spent
 	// while its own calls to the peer awaited answers, so it could
 	// neither stop reading nor hold more. The request may be retried.
 	// Notifications that come then are dropped (and logged at Debug).
@@ -132,7 +132,7 @@ var (
 	ErrOverloaded       = &Error{Code: CodeOverloaded, Message: "Overloaded"}
 )
 
-// ErrClosed is returned by the operations of a [Client] or [Server] that
+// ErrClosed is returned by the operations of a [Conn] or [Server] that
 // has been closed, or whose connection has ended. Errors that wrap it also
 // wrap the cause where there is one, such as io.EOF or a read error.
 var ErrClosed = errors.New("jsonrpc: closed")
@@ -141,15 +141,15 @@ var ErrClosed = errors.New("jsonrpc: closed")
 // [Server.Close] or [Server.Shutdown].
 var ErrServerClosed = errors.New("jsonrpc: server closed")
 
-// ErrNoConnection is returned by [Notify] and [Call] when their context does not come
+// ErrNoConnection is returned by the methods of [Peer] when their context does not come
 // from a handler that serves a connection, and wrapped by the error of a
 // Call from a handler serving an HTTP request (see [Server.ServeHTTP]),
 // which has no way back to the client.
 var ErrNoConnection = errors.New("jsonrpc: context has no connection")
 
-// ErrStreamOverflow is wrapped by the error that ends a [Client.Stream]
+// ErrStreamOverflow is wrapped by the error that ends a [Conn.Stream]
 // whose items arrive faster than the range over it takes them, once more
-// than [ClientOptions.MaxStreamBuffer] bytes of them wait.
+// than [Options.MaxStreamBuffer] bytes of them wait.
 var ErrStreamOverflow = errors.New("jsonrpc: stream buffer full")
 
 // streamOverflowError reports a stream that overflowed its buffer.
@@ -165,7 +165,7 @@ func (e *streamOverflowError) Unwrap() error { return ErrStreamOverflow }
 // connection cancels the contexts of its handlers still running when its
 // input has ended: the peer closed its end, or reading failed. The cause
 // wraps the read error too, io.EOF for a clean end. Handlers get the
-// connection's CancelGrace to finish before that, and as long again to
+// connection's StopGrace to finish before that, and as long again to
 // return after it.
 var ErrPeerClosed = errors.New("jsonrpc: the peer closed the connection")
 

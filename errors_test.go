@@ -190,7 +190,7 @@ func TestHandlerErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mux := new(jsonrpc.Mux)
 			mux.HandleFunc("fail", func(context.Context, *jsonrpc.Request) (any, error) { return nil, tc.err })
-			got := serveString(t, &jsonrpc.Server{Handler: mux, HideErrorDetail: tc.hide},
+			got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, HideErrorDetail: tc.hide}},
 				req("1", "fail", "")+"\n"+req("", "fail", "")+"\n")
 			require.Len(t, got, 1, "the notification is not answered")
 			assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":`+tc.want+`}`, got[0])
@@ -204,7 +204,7 @@ func TestHandlerErrorOfNotificationIsLogged(t *testing.T) {
 	mux.HandleFunc("fail", func(context.Context, *jsonrpc.Request) (any, error) {
 		return nil, errors.New("failure nobody hears about")
 	})
-	got := serveString(t, &jsonrpc.Server{Handler: mux, Logger: slogText(&log)}, req("", "fail", "")+"\n")
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Logger: slogText(&log)}}, req("", "fail", "")+"\n")
 	assert.Empty(t, got)
 	assert.Contains(t, log.String(), "failure nobody hears about")
 }

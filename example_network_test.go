@@ -24,7 +24,7 @@ func ExampleServer_ServeListener() {
 		}
 		return s, nil
 	}))
-	srv := &jsonrpc.Server{Handler: mux, IdleTimeout: 5 * time.Minute}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}, IdleTimeout: 5 * time.Minute}
 	l, err := net.Listen("tcp", "127.0.0.1:0") // or net.Listen("unix", path)
 	if err != nil {
 		log.Fatal(err)
@@ -63,14 +63,14 @@ func ExampleServer_ServeHTTP() {
 			return "", jsonrpc.NewError(-32001, "unauthorized")
 		}
 		for i := 1; i <= p.Steps; i++ {
-			if err := jsonrpc.Notify(ctx, "progress", map[string]int{"step": i}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"step": i}); err != nil {
 				return "", err
 			}
 		}
 		return "built", nil
 	}))
 	httpMux := http.NewServeMux()
-	httpMux.Handle("POST /rpc", &jsonrpc.Server{Handler: mux})
+	httpMux.Handle("POST /rpc", &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	ts := httptest.NewServer(httpMux) // http.ListenAndServe(addr, httpMux) in a program
 	defer ts.Close()
 
@@ -106,7 +106,7 @@ func ExampleHTTPClient_Stream() {
 			}
 		}
 	}))
-	ts := httptest.NewServer(&jsonrpc.Server{Handler: mux})
+	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	defer ts.Close()
 
 	client := &jsonrpc.HTTPClient{URL: ts.URL}

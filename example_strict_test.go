@@ -28,7 +28,7 @@ func ExampleFunc() {
 	}, "\n")
 
 	var out bytes.Buffer
-	srv := &jsonrpc.Server{Handler: mux, MaxInFlight: 1}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 1}}
 	if err := srv.Serve(context.Background(), strings.NewReader(input), &out); err != nil {
 		fmt.Println(err)
 	}

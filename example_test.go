@@ -55,7 +55,7 @@ func ExampleServer_Serve() {
 	}, "\n")
 
 	var out bytes.Buffer
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	if err := srv.Serve(context.Background(), strings.NewReader(input), &out); err != nil {
 		fmt.Println(err)
 	}
@@ -68,11 +68,11 @@ func ExampleServer_Serve() {
 
 // A handler sends progress notifications on its connection before it
 // returns its result; they are written before the response.
-func ExampleNotify() {
+func ExamplePeer() {
 	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("build", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 		for step := 1; step <= 2; step++ {
-			if err := jsonrpc.Notify(ctx, "progress", map[string]int{"step": step}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"step": step}); err != nil {
 				return nil, err
 			}
 		}
@@ -119,9 +119,9 @@ func ExampleStream() {
 	}
 	fmt.Print(out.String())
 
-	// In process, Items gives the items directly.
-	req := &jsonrpc.Request{Method: "count", Params: []byte(`{"n":2}`)}
-	for item, err := range jsonrpc.Items(context.Background(), mux, req) {
+	// In process, InProcess gives the items directly.
+	local := &jsonrpc.InProcess{Handler: mux}
+	for item, err := range local.Stream(context.Background(), "count", map[string]int{"n": 2}) {
 		if err != nil {
 			fmt.Println("error:", err)
 			break
@@ -138,7 +138,7 @@ func ExampleStream() {
 }
 
 // A client and a server joined by io.Pipe.
-func ExampleClient_Call() {
+func ExampleConn_Call() {
 	mux := new(jsonrpc.Mux)
 	mux.Handle("greet", jsonrpc.Func(func(ctx context.Context, p struct{ Name string }) (string, error) {
 		return "hello, " + p.Name, nil
@@ -151,7 +151,7 @@ func ExampleClient_Call() {
 		serverOut.Close()
 	}()
 
-	client := jsonrpc.NewClient(clientIn, clientOut, nil)
+	client := jsonrpc.NewConn(clientIn, clientOut, nil)
 	var greeting string
 	err := client.Call(context.Background(), "greet", map[string]string{"Name": "gopher"}, &greeting)
 	fmt.Println(greeting, err)
@@ -173,7 +173,7 @@ func ExampleClient_Call() {
 func ExampleStartProcess() {
 	cmd := exec.Command("go", "run", "./cmd/jsonrpc-demo")
 	cmd.Stderr = os.Stderr
-	p, err := jsonrpc.StartProcess(context.Background(), cmd, &jsonrpc.ClientOptions{
+	p, err := jsonrpc.StartProcess(context.Background(), cmd, &jsonrpc.Options{
 		OnNotify: func(req *jsonrpc.Request) { fmt.Println(req.Method, string(req.Params)) },
 	})
 	if err != nil {
@@ -210,7 +210,7 @@ func ExampleRawHandlerFunc() {
 		`{"jsonrpc":"2.0","id":2,"method":"version"}` + "\n"
 
 	var out bytes.Buffer
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	if err := srv.Serve(context.Background(), strings.NewReader(input), &out); err != nil {
 		fmt.Println(err)
 	}

@@ -10,10 +10,10 @@ import (
 )
 
 // An MCP-style server: a tool handler asks the client for its roots with
-// jsonrpc.Call, sends a progress notification for the caller's token, and
+// its Peer, sends a progress notification for the caller's token, and
 // the connection speaks MCP's cancel notification. Here the client is a
-// jsonrpc.Client over pipes; on stdio it would be the MCP client.
-func ExampleCall() {
+// jsonrpc.Conn over pipes; on stdio it would be the MCP client.
+func ExamplePeer_call() {
 	mcpCancel := jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true}
 
 	type root struct {
@@ -31,18 +31,18 @@ func ExampleCall() {
 	mux := new(jsonrpc.Mux)
 	mux.Handle("tools/call", jsonrpc.Func(func(ctx context.Context, p toolCall) (string, error) {
 		var roots rootsList
-		if err := jsonrpc.Call(ctx, "roots/list", nil, &roots); err != nil {
+		if err := jsonrpc.Peer(ctx).Call(ctx, "roots/list", nil, &roots); err != nil {
 			return "", err // cancelled with this request, or the client failed
 		}
 		if p.Meta.ProgressToken != nil {
 			progress := map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 1, "total": 1}
-			if err := jsonrpc.Notify(ctx, "notifications/progress", progress); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "notifications/progress", progress); err != nil {
 				return "", err
 			}
 		}
 		return fmt.Sprintf("%s saw %d root(s), the first %s", p.Name, len(roots.Roots), roots.Roots[0].URI), nil
 	}))
-	srv := &jsonrpc.Server{Handler: mux, Cancel: mcpCancel}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Cancellation: mcpCancel}}
 
 	// The client side: it answers roots/list and prints progress.
 	serverIn, clientOut := io.Pipe()
@@ -53,10 +53,10 @@ func ExampleCall() {
 	clientMux.HandleFunc("roots/list", func(context.Context, *jsonrpc.Request) (any, error) {
 		return map[string]any{"roots": []root{{URI: "file:///projects/demo"}}}, nil
 	})
-	client := jsonrpc.NewClient(clientIn, clientOut, &jsonrpc.ClientOptions{
-		Handler:  clientMux,
-		Cancel:   mcpCancel,
-		OnNotify: func(n *jsonrpc.Request) { fmt.Println(n.Method, string(n.Params)) },
+	client := jsonrpc.NewConn(clientIn, clientOut, &jsonrpc.Options{
+		Handler:      clientMux,
+		Cancellation: mcpCancel,
+		OnNotify:     func(n *jsonrpc.Request) { fmt.Println(n.Method, string(n.Params)) },
 	})
 
 	var text string
@@ -86,14 +86,14 @@ func ExampleHeaderFraming() {
 	mux := new(jsonrpc.Mux)
 	mux.Handle("textDocument/hover", jsonrpc.Func(func(ctx context.Context, p hoverParams) (string, error) {
 		var config []configItem
-		err := jsonrpc.Call(ctx, "workspace/configuration",
+		err := jsonrpc.Peer(ctx).Call(ctx, "workspace/configuration",
 			map[string]any{"items": []any{map[string]string{"section": "example"}}}, &config)
 		if err != nil {
 			return "", err
 		}
 		return config[0].Greeting + ", " + p.URI, nil
 	}))
-	srv := &jsonrpc.Server{Handler: mux, Framing: jsonrpc.HeaderFraming{}}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Framing: jsonrpc.HeaderFraming{}}}
 
 	serverIn, editorOut := io.Pipe()
 	editorIn, serverOut := io.Pipe()
@@ -104,7 +104,7 @@ func ExampleHeaderFraming() {
 	editorMux.HandleFunc("workspace/configuration", func(context.Context, *jsonrpc.Request) (any, error) {
 		return []any{map[string]string{"greeting": "Hello"}}, nil
 	})
-	editor := jsonrpc.NewConn(editorIn, editorOut, &jsonrpc.ConnOptions{
+	editor := jsonrpc.NewConn(editorIn, editorOut, &jsonrpc.Options{
 		Handler: editorMux,
 		Framing: jsonrpc.HeaderFraming{},
 	})

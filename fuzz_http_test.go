@@ -325,7 +325,7 @@ func FuzzServeHTTP(f *testing.F) {
 	}
 	f.Add([]byte("{\"jsonrpc\":\"2.0\",\n\"id\":1,\r\n\"method\":\"notify\",\"params\":{\"n\":3}}"), uint8(2))
 	f.Add([]byte(`[{"jsonrpc":"2.0","id":1,"method":"stream","params":{"n":3}},{"jsonrpc":"2.0","method":"notify"}]`), uint8(3))
-	srv := &jsonrpc.Server{Handler: fuzzMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: fuzzMux()}}
 	f.Fuzz(func(t *testing.T, body []byte, accept uint8) {
 		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

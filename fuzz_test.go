@@ -100,7 +100,7 @@ func fuzzMux() *jsonrpc.Mux {
 	}
 	mux.Handle("notify", jsonrpc.Func(func(ctx context.Context, p count) (int, error) {
 		for i := range min(p.N, 10) {
-			if err := jsonrpc.Notify(ctx, "note", []int{i}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "note", []int{i}); err != nil {
 				return 0, err
 			}
 		}
@@ -362,7 +362,7 @@ const fuzzHang = 10 * time.Second
 func serveFuzz(t *testing.T, mux *jsonrpc.Mux, input []byte) []string {
 	t.Helper()
 	var out bytes.Buffer
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(t.Context(), bytes.NewReader(input), &out) }()
 	select {
@@ -506,7 +506,7 @@ func FuzzServe(f *testing.F) {
 				continue
 			}
 			method, params := checkNotification(t, out)
-			if method == jsonrpc.StreamMethod {
+			if method == jsonrpc.StreamItemMethod {
 				pm, _, err := decodeMembers(params)
 				if err != nil || want[string(pm["id"])] == 0 {
 					t.Fatalf("input %q: stream item %q for no request", input, out)

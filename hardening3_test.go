@@ -115,7 +115,7 @@ func TestSharedIDLinear(t *testing.T) {
 		calls.Add(1)
 		return nil, nil
 	})
-	in, lines := h3Server(t, &jsonrpc.Server{Handler: mux, MaxBatch: n, MaxPendingBytes: 256 << 20})
+	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxBatch: n, MaxPendingBytes: 256 << 20}})
 	batch := sharedIDBatch("slow", n)
 	for round := range 3 {
 		_, err := io.WriteString(in, batch)
@@ -149,7 +149,7 @@ func TestSharedIDCancelsLinear(t *testing.T) {
 		return nil, nil
 	})
 	mux.HandleFunc("x", func(context.Context, *jsonrpc.Request) (any, error) { return "x", nil })
-	in, lines := h3Server(t, &jsonrpc.Server{Handler: mux, MaxBatch: n, MaxInFlight: 4, MaxPendingBytes: 256 << 20})
+	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxBatch: n, MaxInFlight: 4, MaxPendingBytes: 256 << 20}})
 	released := false
 	defer func() {
 		if !released {
@@ -193,7 +193,7 @@ func TestNotificationsBothWays(t *testing.T) {
 		checkLeaks(t)
 		var gotA, gotB atomic.Int32
 		allA, allB := make(chan struct{}), make(chan struct{})
-		counter := func(got *atomic.Int32, all chan struct{}) *jsonrpc.ConnOptions {
+		counter := func(got *atomic.Int32, all chan struct{}) *jsonrpc.Options {
 			mux := new(jsonrpc.Mux)
 			mux.HandleFunc("note", func(context.Context, *jsonrpc.Request) (any, error) {
 				if got.Add(1) == n {
@@ -202,7 +202,7 @@ func TestNotificationsBothWays(t *testing.T) {
 				return nil, nil
 			})
 			mux.Handle("add", jsonrpc.Func(func(_ context.Context, p [2]int) (int, error) { return p[0] + p[1], nil }))
-			return &jsonrpc.ConnOptions{Handler: mux, CancelGrace: 200 * time.Millisecond}
+			return &jsonrpc.Options{Handler: mux, StopGrace: 200 * time.Millisecond}
 		}
 		pa, pb := net.Pipe()
 		a := jsonrpc.NewConn(pa, pa, counter(&gotA, allA))
@@ -247,15 +247,15 @@ func TestNotificationsBothWays(t *testing.T) {
 		checkLeaks(t)
 		mux := new(jsonrpc.Mux)
 		mux.HandleFunc("ping", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
-			return nil, jsonrpc.Notify(ctx, "pong", req.Params)
+			return nil, jsonrpc.Peer(ctx).Notify(ctx, "pong", req.Params)
 		})
 		var pongs atomic.Int32
 		all := make(chan struct{})
 		ps, pc := net.Pipe()
-		srv := &jsonrpc.Server{Handler: mux, CancelGrace: 200 * time.Millisecond}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, StopGrace: 200 * time.Millisecond}}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(context.Background(), ps, ps) }()
-		client := jsonrpc.NewClient(pc, pc, &jsonrpc.ClientOptions{OnNotify: func(req *jsonrpc.Request) {
+		client := jsonrpc.NewConn(pc, pc, &jsonrpc.Options{OnNotify: func(req *jsonrpc.Request) {
 			if req.Method == "pong" && pongs.Add(1) == n {
 				close(all)
 			}
@@ -295,7 +295,7 @@ func TestNestedCallsAtMaxInFlight(t *testing.T) {
 			return 0, nil
 		}
 		var r int
-		if err := jsonrpc.Call(ctx, "hop", [1]int{p[0] - 1}, &r); err != nil {
+		if err := jsonrpc.Peer(ctx).Call(ctx, "hop", [1]int{p[0] - 1}, &r); err != nil {
 			return 0, err
 		}
 		return r + 1, nil
@@ -307,8 +307,8 @@ func TestNestedCallsAtMaxInFlight(t *testing.T) {
 			t.Run(fmt.Sprintf("depth %d, MaxInFlight %d", depth, limit), func(t *testing.T) {
 				checkLeaks(t)
 				a, _ := twConnPair(t,
-					&jsonrpc.ConnOptions{Handler: mux, MaxInFlight: limit},
-					&jsonrpc.ConnOptions{Handler: mux, MaxInFlight: limit})
+					&jsonrpc.Options{Handler: mux, MaxInFlight: limit},
+					&jsonrpc.Options{Handler: mux, MaxInFlight: limit})
 				callers := 2*limit + 4
 				ctx, cancel := context.WithTimeout(t.Context(), h3Guard)
 				defer cancel()
@@ -334,10 +334,10 @@ func TestNestedCallsAtMaxInFlight(t *testing.T) {
 }
 
 // TestEndOfInputRule ends the input of a Server, a Conn and a Client while
-// a handler runs: it gets CancelGrace to finish, then its context is
+// a handler runs: it gets StopGrace to finish, then its context is
 // cancelled with a cause that wraps ErrPeerClosed and io.EOF, and the end
 // is normal (nil) once it has returned; one that ignores its context is
-// abandoned after twice CancelGrace and the end says so.
+// abandoned after twice StopGrace and the end says so.
 func TestEndOfInputRule(t *testing.T) {
 	const grace = 200 * time.Millisecond
 	// run starts an endpoint of the given kind over r and w, whose handler
@@ -346,18 +346,18 @@ func TestEndOfInputRule(t *testing.T) {
 	kinds := map[string]endpoint{
 		"Server": func(t *testing.T, h jsonrpc.Handler, r io.Reader, w io.Writer) func() error {
 			done := make(chan error, 1)
-			srv := &jsonrpc.Server{Handler: h, CancelGrace: grace}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: h, StopGrace: grace}}
 			go func() { done <- srv.Serve(context.Background(), r, w) }()
 			return func() error { return <-done }
 		},
 		"Conn": func(t *testing.T, h jsonrpc.Handler, r io.Reader, w io.Writer) func() error {
-			c := jsonrpc.NewConn(r, w, &jsonrpc.ConnOptions{Handler: h, CancelGrace: grace})
+			c := jsonrpc.NewConn(r, w, &jsonrpc.Options{Handler: h, StopGrace: grace})
 			return c.Wait
 		},
 		"Client": func(t *testing.T, h jsonrpc.Handler, r io.Reader, w io.Writer) func() error {
 			// A Client has no Wait: Close, once the handler has had its
 			// cancel, ends it.
-			c := jsonrpc.NewClient(r, w, &jsonrpc.ClientOptions{Handler: h, CancelGrace: grace})
+			c := jsonrpc.NewConn(r, w, &jsonrpc.Options{Handler: h, StopGrace: grace})
 			return c.Close
 		},
 	}
@@ -448,7 +448,7 @@ func TestIdleConnectionLetsGo(t *testing.T) {
 		mux.Handle("size", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 			return json.RawMessage(strconv.Itoa(len(req.Params))), nil
 		}))
-		in, lines := h3Server(t, &jsonrpc.Server{Handler: mux})
+		in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 		before := liveHeapBytes(t)
 		big := `{"jsonrpc":"2.0","id":1,"method":"size","params":["` + strings.Repeat("b", 16<<20) + `"]}` + "\n"
 		_, err := io.WriteString(in, big)
@@ -466,7 +466,7 @@ func TestIdleConnectionLetsGo(t *testing.T) {
 			time.Sleep(3 * time.Millisecond) // queued from the second call on
 			return len(p[0]), nil
 		}))
-		in, lines := h3Server(t, &jsonrpc.Server{Handler: mux})
+		in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 		before := liveHeapBytes(t)
 		pad := strings.Repeat("q", 512<<10)
 		for i := range 60 {

@@ -107,7 +107,7 @@ func runBadCases(t *testing.T, tests []badCase) {
 	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			got, ok := serveBad(t, srv, tc.line)
 			if !ok {
 				return
@@ -140,7 +140,7 @@ func runEchoCases(t *testing.T, tests []echoCase) {
 	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			line := `{"jsonrpc":"2.0","id":` + tc.id + `,"method":"echo","params":` + tc.params + `}`
 			got, ok := serveBad(t, srv, line)
 			if !ok {
@@ -269,7 +269,7 @@ func TestHardeningOverLongLine(t *testing.T) {
 			runtime.GC()
 			base := heapInUse()
 			in := newLazyLine(prefix, 'a', size, tc.suffix)
-			srv := &jsonrpc.Server{Handler: specMux(), MaxMessageSize: limit}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxMessageSize: limit}}
 			var out bytes.Buffer
 			require.NoError(t, srv.Serve(t.Context(), in, &out))
 			got := splitLines(out.String())
@@ -297,7 +297,7 @@ func TestHardeningLineLimitBoundary(t *testing.T) {
 
 	atLimit := prefix + strings.Repeat("x", fill) + suffix
 	require.Len(t, atLimit, limit)
-	srv := &jsonrpc.Server{Handler: specMux(), MaxMessageSize: limit}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxMessageSize: limit}}
 	got, ok := serveBad(t, srv, atLimit)
 	if ok {
 		r := decodeHard(t, got)
@@ -306,7 +306,7 @@ func TestHardeningLineLimitBoundary(t *testing.T) {
 	}
 
 	overLimit := prefix + strings.Repeat("x", fill+1) + suffix
-	srv = &jsonrpc.Server{Handler: specMux(), MaxMessageSize: limit}
+	srv = &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxMessageSize: limit}}
 	got, ok = serveBad(t, srv, overLimit)
 	if ok {
 		assertError(t, got, jsonrpc.CodeInvalidRequest, "null")
@@ -329,7 +329,7 @@ func TestHardeningDeepNesting(t *testing.T) {
 	})
 
 	t.Run("closed arrays are a batch of one invalid request", func(t *testing.T) {
-		srv := &jsonrpc.Server{Handler: specMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 		got, ok := serveBad(t, srv, strings.Repeat("[", depth/2)+strings.Repeat("]", depth/2))
 		if ok {
 			assert.JSONEq(t, `[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}]`, got)
@@ -342,7 +342,7 @@ func TestHardeningDeepNesting(t *testing.T) {
 		{"closed object params", strings.Repeat(`{"a":`, depth/10) + "null" + strings.Repeat("}", depth/10)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			got, ok := serveBad(t, srv, `{"jsonrpc":"2.0","id":1,"method":"echo","params":`+tc.params+`}`)
 			if ok {
 				want := `{"jsonrpc":"2.0","id":1,"result":` + tc.params + `}`
@@ -388,7 +388,7 @@ func TestHardeningNumbers(t *testing.T) {
 	runEchoCases(t, tests)
 
 	t.Run("1e999 as an int param", func(t *testing.T) {
-		srv := &jsonrpc.Server{Handler: specMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 		got, ok := serveBad(t, srv, `{"jsonrpc":"2.0","id":1e999,"method":"sum","params":[1e999]}`)
 		if ok {
 			assertError(t, got, jsonrpc.CodeInvalidParams, "1e999")
@@ -406,7 +406,7 @@ func TestHardeningNULInMethodName(t *testing.T) {
 		{name: "in a batch", line: `[{"jsonrpc":"2.0","id":1,"method":"echo\u0000"}]`, code: jsonrpc.CodeMethodNotFound, id: "1"},
 	})
 	t.Run("notification", func(t *testing.T) {
-		srv := &jsonrpc.Server{Handler: specMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 		got := serveString(t, srv, `{"jsonrpc":"2.0","method":"echo\u0000"}`+"\n"+afterLine+"\n")
 		require.Len(t, got, 1, "output: %q", got)
 		assert.JSONEq(t, afterAnswer, got[0])
@@ -440,7 +440,7 @@ func TestHardeningGarbageAfterValue(t *testing.T) {
 	// JSON whitespace after the value is fine.
 	for _, tail := range []string{" ", "\t", "\r", " \t\r ", "\r\r"} {
 		t.Run(fmt.Sprintf("whitespace %q", tail), func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			got, ok := serveBad(t, srv, req+tail)
 			if ok {
 				assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":null}`, got)
@@ -501,7 +501,7 @@ func TestHardeningEOFMidLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			got := serveString(t, srv, tc.input)
 			require.Len(t, got, len(tc.want), "output: %q", got)
 			for i := range tc.want {
@@ -511,7 +511,7 @@ func TestHardeningEOFMidLine(t *testing.T) {
 	}
 
 	t.Run("pipe closed mid-line", func(t *testing.T) {
-		srv := &jsonrpc.Server{Handler: specMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 		pr, pw := io.Pipe()
 		var out bytes.Buffer
 		errc := make(chan error, 1)
@@ -571,7 +571,7 @@ func TestHardeningReadError(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			var out bytes.Buffer
 			err := srv.Serve(t.Context(), tc.r, &out)
 			wantErr := tc.wantErr
@@ -588,7 +588,7 @@ func TestHardeningReadError(t *testing.T) {
 	}
 
 	t.Run("mid-line", func(t *testing.T) {
-		srv := &jsonrpc.Server{Handler: specMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 		var out bytes.Buffer
 		r := io.MultiReader(strings.NewReader(lines+`{"jsonrpc":"2.0","id":3,"me`), iotest.ErrReader(errRead))
 		err := srv.Serve(t.Context(), r, &out)
@@ -643,7 +643,7 @@ func TestHardeningWriteError(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			w := &hardWriter{ok: tc.ok, err: errWrite}
 			err := srv.Serve(t.Context(), tc.input(), w)
 			assert.ErrorIs(t, err, errWrite)
@@ -652,7 +652,7 @@ func TestHardeningWriteError(t *testing.T) {
 
 	t.Run("second write", func(t *testing.T) {
 		// The first answer is written; the second write fails.
-		srv := &jsonrpc.Server{Handler: specMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 		pr, pw := io.Pipe()
 		t.Cleanup(func() { pw.Close() })
 		w := &hardWriter{ok: 1, err: errWrite}
@@ -679,7 +679,7 @@ func TestHardeningWriteError(t *testing.T) {
 	t.Run("input still open", func(t *testing.T) {
 		// The write fails while the peer keeps its end open: Serve must
 		// stop by itself, closing the reader.
-		srv := &jsonrpc.Server{Handler: specMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 		pr, pw := io.Pipe()
 		t.Cleanup(func() { pw.Close() })
 		errc := make(chan error, 1)
@@ -723,14 +723,14 @@ var stopHows = []stopHow{
 
 // TestHardeningBlockedWriter serves a peer that never reads: the server
 // blocks in Write, and Close or the context must still end Serve, within
-// CancelGrace. It runs in a synctest bubble, so the clock is exact.
+// StopGrace. It runs in a synctest bubble, so the clock is exact.
 func TestHardeningBlockedWriter(t *testing.T) {
 	checkLeaks(t)
 	const grace = 50 * time.Millisecond
 	for _, how := range stopHows {
 		t.Run(how.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := &jsonrpc.Server{Handler: specMux(), CancelGrace: grace}
+				srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), StopGrace: grace}}
 				inR, inW := io.Pipe()
 				outR, outW := io.Pipe() // outR is never read
 				defer inW.Close()
@@ -754,10 +754,10 @@ func TestHardeningBlockedWriter(t *testing.T) {
 				select {
 				case err := <-errc:
 					assert.ErrorIs(t, err, how.want)
-					assert.LessOrEqual(t, time.Since(start), grace, "Serve returned after CancelGrace")
+					assert.LessOrEqual(t, time.Since(start), grace, "Serve returned after StopGrace")
 				case <-time.After(stopTimeout):
 					outR.Close() // let it go, so that the test ends
-					t.Errorf("Serve did not return within %v of %s while blocked in Write (CancelGrace %v); "+
+					t.Errorf("Serve did not return within %v of %s while blocked in Write (StopGrace %v); "+
 						"it returned %v once the writer closed", stopTimeout, how.name, grace, <-errc)
 				}
 			})
@@ -794,7 +794,7 @@ func TestHardeningHandlerPanics(t *testing.T) {
 	}
 	for kind := range panics {
 		t.Run(kind, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: newMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux()}}
 			got, ok := serveBad(t, srv, `{"jsonrpc":"2.0","id":1,"method":"panic","params":["`+kind+`"]}`)
 			if !ok {
 				return
@@ -813,14 +813,14 @@ func TestHardeningHandlerPanics(t *testing.T) {
 	}
 
 	t.Run("notification", func(t *testing.T) {
-		srv := &jsonrpc.Server{Handler: newMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux()}}
 		got := serveString(t, srv, `{"jsonrpc":"2.0","method":"panic","params":["string"]}`+"\n"+afterLine+"\n")
 		require.Len(t, got, 1, "output: %q", got)
 		assert.JSONEq(t, afterAnswer, got[0])
 	})
 
 	t.Run("in a batch", func(t *testing.T) {
-		srv := &jsonrpc.Server{Handler: newMux()}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux()}}
 		got, ok := serveBad(t, srv, `[{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2]},`+
 			`{"jsonrpc":"2.0","id":2,"method":"panic","params":["error"]},`+
 			`{"jsonrpc":"2.0","method":"panic","params":["nil"]},`+
@@ -854,7 +854,7 @@ func TestHardeningHandlerPanics(t *testing.T) {
 			close(next)
 			return "released", nil
 		})
-		srv := &jsonrpc.Server{Handler: mux}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 		got := serveString(t, srv, `{"jsonrpc":"2.0","id":1,"method":"wait-then-panic"}`+"\n"+
 			`{"jsonrpc":"2.0","id":2,"method":"release"}`+"\n"+afterLine+"\n")
 		require.Len(t, got, 3, "output: %q", got)
@@ -870,7 +870,7 @@ func TestHardeningHandlerPanics(t *testing.T) {
 
 // TestHardeningHandlerNeverReturns serves a handler that ignores its
 // context: Close and the cancellation of Serve's context must end Serve
-// within CancelGrace, abandoning the handler. It runs in a synctest bubble,
+// within StopGrace, abandoning the handler. It runs in a synctest bubble,
 // so the clock is exact and a hang shows at once.
 func TestHardeningHandlerNeverReturns(t *testing.T) {
 	checkLeaks(t)
@@ -889,7 +889,7 @@ func TestHardeningHandlerNeverReturns(t *testing.T) {
 					<-release
 					return "released", nil
 				})
-				srv := &jsonrpc.Server{Handler: mux, CancelGrace: grace}
+				srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, StopGrace: grace}}
 				inR, inW := io.Pipe()
 				defer inW.Close()
 				var out lockedBuffer
@@ -911,10 +911,10 @@ func TestHardeningHandlerNeverReturns(t *testing.T) {
 				select {
 				case err := <-errc:
 					assert.ErrorIs(t, err, how.want)
-					assert.LessOrEqual(t, time.Since(start), grace, "Serve returned after CancelGrace")
+					assert.LessOrEqual(t, time.Since(start), grace, "Serve returned after StopGrace")
 				case <-time.After(stopTimeout):
 					releaseOnce.Do(func() { close(release) }) // let it go, so that the test ends
-					t.Errorf("Serve did not return within %v of %s (CancelGrace %v) while a handler ignored its context; "+
+					t.Errorf("Serve did not return within %v of %s (StopGrace %v) while a handler ignored its context; "+
 						"it returned %v once the handler returned", stopTimeout, how.name, grace, <-errc)
 				}
 				// The abandoned handler's answer is never written.

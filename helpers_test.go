@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -108,4 +109,20 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// isDone reports whether c has ended.
+func isDone(c *jsonrpc.Conn) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// itemsOf calls req's method on h in process and returns the stream's
+// items.
+func itemsOf(ctx context.Context, h jsonrpc.Handler, req *jsonrpc.Request) iter.Seq2[json.RawMessage, error] {
+	return (&jsonrpc.InProcess{Handler: h}).Stream(ctx, req.Method, req.Params)
 }

@@ -42,7 +42,7 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // the notifications its handlers send are dropped. The
 // body's whitespace, newlines included, is free, as JSON allows.
 //
-// Streaming: the notifications a handler sends while it runs ([Notify],
+// Streaming: the notifications a handler sends while it runs ([Peer],
 // the items of a [Stream] handler) go out before the answer when the
 // request's Accept header names a streaming type at a quality no lower
 // than that of application/json:
@@ -59,7 +59,7 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // The handler's context is the request's: it is cancelled when the client
 // goes away, since no one is left to read the answer. [HTTPRequestFromContext]
 // returns the *http.Request, for its headers. A handler cannot call the
-// client ([Call] fails at once with an error wrapping [ErrNoConnection]),
+// client (a call through [Peer] fails at once with an error wrapping [ErrNoConnection]),
 // nor does the cancel notification apply: the client cancels a call by
 // dropping its request. The 202 of a body of notifications is sent once
 // their handlers have returned.
@@ -70,7 +70,7 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // once the server is closed new requests get 503 too.
 //
 // After Close, or once the client has gone away, ServeHTTP returns when
-// the handlers have returned or CancelGrace has passed, whichever comes
+// the handlers have returned or StopGrace has passed, whichever comes
 // first; a handler still running is abandoned, and what it sends later
 // goes nowhere. A write of the response still blocked then, on a client
 // that does not read, is ended by a write deadline set to that moment
@@ -111,6 +111,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := s.config()
 	cfg.framing = &out.frame
 	cfg.in = &x.in
+	cfg.drainGrace = false // the body is all read
 	ctx := context.WithValue(r.Context(), httpRequestKey{}, r)
 	c := newConn(cfg, ctx, nil, out)
 	c.callErr = errHTTPCall
@@ -120,7 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.untrack(c)
 	_ = c.serve(ctx)
-	// A handler abandoned after CancelGrace must not write once this
+	// A handler abandoned after StopGrace must not write once this
 	// returns.
 	out.mu.Lock()
 	out.done = true

@@ -2,7 +2,7 @@ package jsonrpc_test
 
 // Regression tests for the HTTP defects of the issue "Hardening III": a
 // Content-Length that panics HTTPClient (1), ServeHTTP allocating what a
-// body claims before it arrives (2), CancelGrace not honoured over HTTP
+// body claims before it arrives (2), StopGrace not honoured over HTTP
 // (3), a client that does not read its event stream outliving Close (4),
 // HTTPClient reading an over-limit NDJSON line to its end (5), and
 // HTTPClient waiting after its answer for the server to close (6).
@@ -121,7 +121,7 @@ func TestHTTPHardeningBodyMemory(t *testing.T) {
 		claimed  = jsonrpc.DefaultMaxMessageSize - 1
 	)
 	reading := make(chan struct{}, requests)
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = &firstRead{ReadCloser: r.Body, reading: reading}
 		srv.ServeHTTP(w, r)
@@ -145,7 +145,7 @@ func TestHTTPHardeningBodyMemory(t *testing.T) {
 }
 
 // TestHTTPHardeningCancelGrace checks that ServeHTTP returns about
-// CancelGrace after its client goes away or Server.Close, while its
+// StopGrace after its client goes away or Server.Close, while its
 // handler ignores its context, and that what the abandoned handler sends
 // later goes nowhere.
 func TestHTTPHardeningCancelGrace(t *testing.T) {
@@ -165,10 +165,10 @@ func TestHTTPHardeningCancelGrace(t *testing.T) {
 			mux.HandleFunc("stubborn", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 				started <- struct{}{}
 				<-release // and not ctx
-				late <- jsonrpc.Notify(ctx, "late", nil)
+				late <- jsonrpc.Peer(ctx).Notify(ctx, "late", nil)
 				return "late", nil
 			})
-			srv := &jsonrpc.Server{Handler: mux, CancelGrace: 300 * time.Millisecond}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, StopGrace: 300 * time.Millisecond}}
 			served := make(chan struct{}, 1)
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				srv.ServeHTTP(w, r)
@@ -186,7 +186,7 @@ func TestHTTPHardeningCancelGrace(t *testing.T) {
 			select {
 			case <-served:
 			case <-time.After(2 * time.Second):
-				t.Error("ServeHTTP did not return within 2 s, with a CancelGrace of 300 ms")
+				t.Error("ServeHTTP did not return within 2 s, with a StopGrace of 300 ms")
 			}
 			close(release)
 			assert.Error(t, recv(t, late, "the abandoned handler's notification"), "the abandoned handler's notification goes nowhere")
@@ -236,12 +236,12 @@ func TestHTTPHardeningCloseUnreadStream(t *testing.T) {
 	mux := jsonrpc.NewMux()
 	mux.HandleFunc("flood", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 		for {
-			if err := jsonrpc.Notify(ctx, "pad", []string{pad}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "pad", []string{pad}); err != nil {
 				return nil, err
 			}
 		}
 	})
-	srv := &jsonrpc.Server{Handler: mux, CancelGrace: 500 * time.Millisecond}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, StopGrace: 500 * time.Millisecond}}
 	served := make(chan struct{}, 1)
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		srv.ServeHTTP(w, r)
@@ -265,7 +265,7 @@ func TestHTTPHardeningCloseUnreadStream(t *testing.T) {
 	select {
 	case <-served:
 	case <-time.After(3 * time.Second):
-		t.Error("ServeHTTP did not return within 3 s of Close, with a CancelGrace of 500 ms")
+		t.Error("ServeHTTP did not return within 3 s of Close, with a StopGrace of 500 ms")
 	}
 }
 
@@ -408,7 +408,7 @@ func TestHTTPHardeningClientDrain(t *testing.T) {
 
 	t.Run("ServeHTTP's stream", func(t *testing.T) {
 		var conns atomic.Int32
-		ts := httptest.NewUnstartedServer(&jsonrpc.Server{Handler: progressMux()})
+		ts := httptest.NewUnstartedServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: progressMux()}})
 		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {
 				conns.Add(1)

@@ -41,7 +41,7 @@ func post(h http.Handler, body string, headers ...string) *httptest.ResponseReco
 // answer with status 200, and those that get none get 202 and no body.
 func TestHTTPSpecExamples(t *testing.T) {
 	checkLeaks(t)
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	for _, tc := range specExamples {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := post(srv, tc.in)
@@ -59,7 +59,7 @@ func TestHTTPSpecExamples(t *testing.T) {
 
 func TestHTTPStatus(t *testing.T) {
 	checkLeaks(t)
-	srv := &jsonrpc.Server{Handler: specMux(), MaxMessageSize: 64}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxMessageSize: 64}}
 	call := `{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2]}`
 
 	t.Run("GET", func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestHTTPStatus(t *testing.T) {
 		assert.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`, rec.Body.String())
 	})
 	t.Run("two messages", func(t *testing.T) {
-		rec := post(&jsonrpc.Server{Handler: specMux()}, call+"\n"+call)
+		rec := post(&jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}, call+"\n"+call)
 		assert.Equal(t, http.StatusOK, rec.Code)
 		assert.Contains(t, rec.Body.String(), `-32700`)
 	})
@@ -144,7 +144,7 @@ func progressMux() *jsonrpc.Mux {
 	mux := jsonrpc.NewMux()
 	mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p struct{ N int }) (string, error) {
 		for i := range p.N {
-			if err := jsonrpc.Notify(ctx, "progress", map[string]int{"i": i}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"i": i}); err != nil {
 				return "", err
 			}
 		}
@@ -164,7 +164,7 @@ func progressMux() *jsonrpc.Mux {
 
 func TestHTTPStreaming(t *testing.T) {
 	checkLeaks(t)
-	srv := &jsonrpc.Server{Handler: progressMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: progressMux()}}
 	two := `{"jsonrpc":"2.0","id":"x","method":"progress","params":{"N":2}}`
 	none := `{"jsonrpc":"2.0","id":"x","method":"progress","params":{"N":0}}`
 	note := func(i int) string { return fmt.Sprintf(`{"jsonrpc":"2.0","method":"progress","params":{"i":%d}}`, i) }
@@ -211,7 +211,7 @@ func TestHTTPStreaming(t *testing.T) {
 // notifications, and that those of a batch with a call do stream.
 func TestHTTPNotificationsGetNoStream(t *testing.T) {
 	checkLeaks(t)
-	srv := &jsonrpc.Server{Handler: progressMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: progressMux()}}
 	note := `{"jsonrpc":"2.0","method":"progress","params":{"N":2}}`
 	for _, accept := range []string{"", "application/json", "text/event-stream", "application/x-ndjson", "application/json, text/event-stream"} {
 		for _, body := range []string{note, "[" + note + "," + note + "]"} {
@@ -235,14 +235,14 @@ func TestHTTPStreamsAsItHappens(t *testing.T) {
 	mux := jsonrpc.NewMux()
 	mux.HandleFunc("steps", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 		for i := range 3 {
-			if err := jsonrpc.Notify(ctx, "step", []int{i}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "step", []int{i}); err != nil {
 				return nil, err
 			}
 			<-step // the client has seen it
 		}
 		return "end", nil
 	})
-	ts := httptest.NewServer(&jsonrpc.Server{Handler: mux})
+	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	defer ts.Close()
 	req, err := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"steps"}`))
 	require.NoError(t, err)
@@ -291,13 +291,13 @@ func TestHTTPContext(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	mux.HandleFunc("callback", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-		err := jsonrpc.Call(ctx, "roots/list", nil, nil)
+		err := jsonrpc.Peer(ctx).Call(ctx, "roots/list", nil, nil)
 		if errors.Is(err, jsonrpc.ErrNoConnection) {
 			return nil, jsonrpc.Errorf(-32001, "no callback: %v", err)
 		}
 		return nil, err
 	})
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
@@ -345,7 +345,7 @@ func TestHTTPClient(t *testing.T) {
 		return nil, nil
 	})
 	var conns atomic.Int32
-	ts := httptest.NewUnstartedServer(&jsonrpc.Server{Handler: mux})
+	ts := httptest.NewUnstartedServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
@@ -481,7 +481,7 @@ func TestHTTPBodyAbuse(t *testing.T) {
 		ran.Add(1)
 		return "ran", nil
 	})
-	ts := httptest.NewUnstartedServer(&jsonrpc.Server{Handler: mux})
+	ts := httptest.NewUnstartedServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	ts.Config.ReadTimeout = 300 * time.Millisecond
 	ts.Start()
 	defer ts.Close()
@@ -558,7 +558,7 @@ func TestHTTPShutdown(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	})
-	srv := &jsonrpc.Server{Handler: mux, CancelGrace: time.Second}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, StopGrace: time.Second}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
@@ -596,7 +596,7 @@ func TestHTTPCloseCancels(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
@@ -615,7 +615,7 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
 		return req.Params, nil
 	})
-	ts := httptest.NewServer(&jsonrpc.Server{Handler: mux})
+	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	defer ts.Close()
 	tr := ts.Client().Transport.(*http.Transport)
 	tr.MaxIdleConnsPerHost = 128
@@ -636,7 +636,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
 		return req.Params, nil
 	})
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}`
 	want := `{"jsonrpc":"2.0","id":1,"result":{"a":1}}` + "\n"
 	rd := strings.NewReader(body)

@@ -242,7 +242,7 @@ func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter
 			if kind != lineObject {
 				return false, nil
 			}
-			if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamMethod {
+			if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamItemMethod {
 				if bytes.Equal(memberValue(e.params, "id"), quoted) {
 					item := append(json.RawMessage(nil), memberValue(e.params, "item")...)
 					if !yield(item, nil) {

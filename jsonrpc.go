@@ -8,11 +8,15 @@
 // handlers registered with [Mux.Handle]; [Func] turns a typed function
 // into a handler, decoding the params into its argument; [Stream] turns a
 // function that produces a sequence into a handler whose items go out as
-// they come. [Server.Serve] (or [Serve]) reads requests from a stream and
-// writes the responses; [Client] calls the other side; [Conn] does both on
-// one connection. All three are faces of one engine: whichever face holds
-// a connection, a handler can call the peer with [Call] and send it
-// notifications with [Notify].
+// they come. [Method] names a method with its types once for both sides:
+// it registers the handler and makes typed calls.
+//
+// A [Conn] is one end of a connection: it calls the peer and serves the
+// peer's requests with its [Options.Handler]. [Server] serves many
+// connections (streams, sockets, HTTP) with the same [Options]. A
+// [Caller] calls: a Conn, an [HTTPClient], an [InProcess] handler, and
+// a handler's own peer ([Peer]) all are one. [Interceptor]s wrap the calls
+// a Caller makes, as middleware given to [Mux.Use] wraps handlers.
 //
 //	mux := new(jsonrpc.Mux)
 //	mux.Handle("subtract", jsonrpc.Func(func(ctx context.Context, p [2]int) (int, error) {
@@ -34,7 +38,7 @@
 // which echoes the request's id when that id is itself valid.
 //
 // A valid Response object that reaches a connection goes to the call it
-// answers, made with [Call], [Client.Call] or [Conn.Call]; one that
+// answers, made with [Conn.Call] or through [Peer]; one that
 // answers no call is logged at Debug and dropped (or given to
 // OnUnknownResponse), alone or inside a batch, and never answered.
 //
@@ -45,7 +49,7 @@
 //
 // # Params and results
 //
-// [Func] and [Stream] decode params, and [Client.Call] and the other calls
+// [Func] and [Stream] decode params, and [Conn.Call] and the other calls
 // decode results, with encoding/json, but by the rules that
 // encoding/json/v2 applies by default to member names, at every depth: a
 // name matches a field only exactly, so {"NAME":"x"} leaves a field
@@ -66,7 +70,7 @@
 //
 // The protocols run over JSON-RPC on stdio call in both directions: an MCP
 // server asks its client for roots/list, an LSP server asks the editor for
-// workspace/configuration. A handler does so with [Call] on its own
+// workspace/configuration. A handler does so through [Peer] with its own
 // context, and waits:
 //
 //	mux.Handle("tools/call", jsonrpc.Func(func(ctx context.Context, p callParams) (result, error) {
@@ -75,7 +79,7 @@
 //				URI string `json:"uri"`
 //			} `json:"roots"`
 //		}
-//		if err := jsonrpc.Call(ctx, "roots/list", nil, &roots); err != nil {
+//		if err := jsonrpc.Peer(ctx).Call(ctx, "roots/list", nil, &roots); err != nil {
 //			return result{}, err
 //		}
 //		...
@@ -106,25 +110,25 @@
 //
 // Other framings plug in through [Framing]: [HeaderFraming] is LSP's base
 // protocol (a Content-Length header, a blank line, then the body), set
-// with Server.Framing, ClientOptions.Framing or ConnOptions.Framing.
+// with [Options.Framing].
 //
 // # Sockets and HTTP
 //
 // [Server.ServeListener] serves every connection accepted from a
 // net.Listener (TCP, a Unix socket), each as Serve serves a stream, with
-// a limit on open connections and an idle timeout; [Dial] and [DialConn]
-// connect to one. A Server is also an http.Handler ([Server.ServeHTTP]):
+// a limit on open connections and an idle timeout; [Dial] connects to
+// one. A Server is also an http.Handler ([Server.ServeHTTP]):
 // the body of a POST is one message or one batch, answered in the
 // response, where a handler's notifications go out first as server-sent
 // events when the client asks for them. [HTTPClient] calls such an
-// endpoint with the methods of [Client].
+// endpoint with the methods of [Conn].
 //
 // # Errors
 //
 // An [Error] is the wire error object, and implements error. A handler
 // that returns an *Error, or an error wrapping one, sends it as it is. Any
 // other error becomes -32603 "Internal error" with data
-// {"exception": "<Go type>", "detail": "<text>"}; [Server.HideErrorDetail]
+// {"exception": "<Go type>", "detail": "<text>"}; [Options.HideErrorDetail]
 // withholds the detail. A handler that panics gets -32603 too, the panic
 // is logged with its stack, and the server keeps serving. Errors match
 // under [errors.Is] by code: errors.Is(err, ErrMethodNotFound) holds for
@@ -135,37 +139,36 @@
 // Each notification from the peer is handled alone: after the handlers of
 // every message that arrived before it have returned, and before any
 // message that arrives after it is handled. The requests between two
-// notifications run concurrently, up to [Server.MaxInFlight] at a time on
+// notifications run concurrently, up to [Options.MaxInFlight] at a time on
 // each connection, so their responses may come in any order (the client
 // matches them by id). So a request sees the effects of exactly the
 // notifications before it: an editor's didOpen and didChange before the
 // hover that follows them. [Order] changes this per method or for the
 // whole connection (every request in order too), and a notification that
 // the Mux has no handler for holds nothing up. The same order holds on
-// every transport: streams, sockets, [Conn], a [Client] with a Handler,
-// and the entries of a batch, which are handled one at a time.
+// every transport: streams, sockets, [Conn], and the entries of a batch, which are handled one at a time.
 //
 // What is handled in order holds up the handling of what comes after it,
 // not its reading: responses to this side's calls and cancel
 // notifications take effect as they arrive. More requests wait in a
-// queue, bounded in bytes by [Server.MaxPendingBytes], while reading goes
+// queue, bounded in bytes by [Options.MaxPendingBytes], while reading goes
 // on. A handler starts on the reading goroutine; if it runs for more than
 // about a millisecond, reading moves to a fresh goroutine, so a slow
 // handler never stops reading and a cancel can always arrive. A handler
-// that waits for the peer ([Call]) gives up its slot meanwhile.
+// that waits for the peer (through [Peer]) gives up its slot meanwhile.
 //
 // # Cancellation
 //
 // The notification {"jsonrpc":"2.0","method":"$/cancelRequest",
 // "params":{"id":X}} (or the one that [Cancellation] names; a connection
-// may accept several, see [Server.AcceptCancel]) cancels the context of
+// may accept several, see [Options.AcceptCancel]) cancels the context of
 // request X, whenever it comes, with a [*CancelError] as its cause
 // ([context.Cause]), which carries the notification's params. A handler
 // that returns an error because of that is answered with
 // [CodeRequestCancelled] (-32800), or not at all under MCP's convention; a
 // request still waiting when its cancel arrives never runs. Every cancel,
 // also one of a request already answered or never sent, is reported to
-// [Server.OnCancel]. A handler's context also ends when the handler
+// [Options.OnCancel]. A handler's context also ends when the handler
 // returns and when the connection stops, with [ErrPeerClosed] or
 // [ErrClosed] in its cause.
 //
@@ -183,16 +186,16 @@
 // # Shutdown
 //
 // At the end of its input (the peer closed its end, or reading failed),
-// a connection gives the handlers in flight [Server.CancelGrace] to
+// a connection gives the handlers in flight [Options.StopGrace] to
 // finish, then cancels their contexts with a cause that wraps
 // [ErrPeerClosed] and the read error (io.EOF for a clean end), and gives
 // them as long again to return; Serve then returns nil, once their
 // responses are written, or an error wrapping [ErrClosed] if a handler had
-// to be abandoned. The same rule holds for a [Conn] and a [Client] with a
-// Handler. [Server.Shutdown] stops
+// to be abandoned. The same rule holds for a [Conn]. [Server.Shutdown]
+// stops
 // reading and waits for the work in flight, for as long as its context
 // allows; [Server.Close] also cancels the handlers' contexts, and Serve
-// then waits no longer than [Server.CancelGrace] for a handler that
+// then waits no longer than [Options.StopGrace] for a handler that
 // ignores its context.
 //
 // # Streaming
@@ -201,7 +204,7 @@
 // {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}}, where X
 // is the id of the request, and then the one response to the request,
 // whose result is the number of items. Any handler can send notifications
-// of its own, such as progress, with [Notify]; every notification a
+// of its own, such as progress, through [Peer]; every notification a
 // handler sends before it returns is written before its response.
 package jsonrpc
 

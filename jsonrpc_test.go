@@ -19,7 +19,7 @@ func TestSpecExamples(t *testing.T) {
 	for _, tc := range specExamples {
 		t.Run(tc.name, func(t *testing.T) {
 			line := joinLines(tc.in)
-			got := serveString(t, &jsonrpc.Server{Handler: specMux()}, line+"\n")
+			got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}, line+"\n")
 			if tc.want == "" {
 				assert.Empty(t, got, "a notification gets no output")
 				return

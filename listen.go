@@ -1,7 +1,7 @@
 package jsonrpc
 
 // This file serves the connections accepted from a net.Listener, and
-// dials one for a Client or a Conn.
+// dials one for a Conn.
 
 import (
 	"context"
@@ -122,7 +122,6 @@ func (s *Server) ServeListener(ctx context.Context, l net.Listener) error {
 func (s *Server) serveConn(ctx context.Context, nc net.Conn) error {
 	cfg := s.config()
 	cfg.idle = s.IdleTimeout
-	cfg.drainGrace = true
 	// Reading is stopped with a read deadline rather than CloseRead, so
 	// that closeGently can still read what the peer sent meanwhile.
 	rw := struct{ net.Conn }{nc}
@@ -209,22 +208,10 @@ func (s *Server) untrackListener(l net.Listener) {
 }
 
 // Dial connects to address on the named network, as [net.Dialer]
-// DialContext does ("tcp", "unix", ...), and returns a Client on the
+// DialContext does ("tcp", "unix", ...), and returns a [Conn] on the
 // connection, set up by opts (which may be nil). ctx bounds the dial only.
-// Closing the Client closes the connection.
-func Dial(ctx context.Context, network, address string, opts *ClientOptions) (*Client, error) {
-	nc, err := new(net.Dialer).DialContext(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	return NewClient(nc, nc, opts), nil
-}
-
-// DialConn connects to address on the named network, as [Dial] does, and
-// returns a two-way [Conn] on the connection, set up by opts (which may be
-// nil). ctx bounds the dial only. The connection is closed when the Conn
-// ends.
-func DialConn(ctx context.Context, network, address string, opts *ConnOptions) (*Conn, error) {
+// The network connection is closed when the Conn ends.
+func Dial(ctx context.Context, network, address string, opts *Options) (*Conn, error) {
 	nc, err := new(net.Dialer).DialContext(ctx, network, address)
 	if err != nil {
 		return nil, err

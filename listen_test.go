@@ -51,7 +51,7 @@ func blockMux(started chan<- string, release <-chan struct{}) *jsonrpc.Mux {
 func TestListenerDial(t *testing.T) {
 	checkLeaks(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	addr, errc := listen(t, ctx, srv)
 
 	var wg sync.WaitGroup
@@ -78,7 +78,7 @@ func TestListenerDial(t *testing.T) {
 	require.NoError(t, err)
 	uerr := make(chan error, 1)
 	go func() { uerr <- srv.ServeListener(ctx, l) }()
-	conn, err := jsonrpc.DialConn(t.Context(), "unix", sock, nil)
+	conn, err := jsonrpc.Dial(t.Context(), "unix", sock, nil)
 	require.NoError(t, err)
 	var got []any
 	require.NoError(t, conn.Call(t.Context(), "get_data", nil, &got))
@@ -100,7 +100,7 @@ func TestListenerShutdown(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan string, 4)
 	release := make(chan struct{})
-	srv := &jsonrpc.Server{Handler: blockMux(started, release)}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: blockMux(started, release)}}
 	addr, errc := listen(t, t.Context(), srv)
 
 	idle := dialRaw(t, addr)
@@ -137,7 +137,7 @@ func TestListenerShutdown(t *testing.T) {
 func TestListenerClose(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan string, 4)
-	srv := &jsonrpc.Server{Handler: blockMux(started, nil), CancelGrace: time.Second}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: blockMux(started, nil), StopGrace: time.Second}}
 	addr, errc := listen(t, t.Context(), srv)
 	busy := dialRaw(t, addr)
 	busy.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
@@ -155,7 +155,7 @@ func TestListenerClose(t *testing.T) {
 
 func TestListenerMaxConns(t *testing.T) {
 	checkLeaks(t)
-	srv := &jsonrpc.Server{Handler: specMux(), MaxConns: 2}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}, MaxConns: 2}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	addr, errc := listen(t, ctx, srv)
@@ -187,7 +187,7 @@ func TestListenerIdleTimeout(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan string, 4)
 	release := make(chan struct{})
-	srv := &jsonrpc.Server{Handler: blockMux(started, release), IdleTimeout: 200 * time.Millisecond}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: blockMux(started, release)}, IdleTimeout: 200 * time.Millisecond}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	addr, errc := listen(t, ctx, srv)
@@ -228,7 +228,7 @@ func TestListenerIdleTimeout(t *testing.T) {
 // each is served and let go, and nothing is left behind.
 func TestListenerChurn(t *testing.T) {
 	checkLeaks(t)
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	ctx, cancel := context.WithCancel(t.Context())
 	addr, errc := listen(t, ctx, srv)
 	for i := range 1000 {
@@ -260,10 +260,10 @@ func TestListenerAcceptRetry(t *testing.T) {
 		server,
 		fatal,
 	}}
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeListener(t.Context(), l) }()
-	c := jsonrpc.NewClient(client, client, nil)
+	c := jsonrpc.NewConn(client, client, nil)
 	var n int
 	require.NoError(t, c.Call(t.Context(), "sum", []int{2, 2}, &n))
 	assert.Equal(t, 4, n)
@@ -374,7 +374,7 @@ func TestListenerStalledPeer(t *testing.T) {
 	mux := jsonrpc.NewMux()
 	big := strings.Repeat("x", 256<<10)
 	mux.HandleFunc("big", func(context.Context, *jsonrpc.Request) (any, error) { return big, nil })
-	srv := &jsonrpc.Server{Handler: mux, IdleTimeout: 200 * time.Millisecond}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}, IdleTimeout: 200 * time.Millisecond}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	addr, errc := listen(t, ctx, srv)
@@ -411,7 +411,7 @@ func TestListenerShutdownKeepsAnswers(t *testing.T) {
 		return big, nil
 	})
 	mux.HandleFunc("fast", func(context.Context, *jsonrpc.Request) (any, error) { return "ok", nil })
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	addr, errc := listen(t, t.Context(), srv)
 	c, err := jsonrpc.Dial(t.Context(), "tcp", addr, nil)
 	require.NoError(t, err)

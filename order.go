@@ -28,7 +28,7 @@ package jsonrpc
 // end early and carry on in a goroutine of its own.
 //
 // The order holds on every transport: a stream, each accepted socket, a
-// [Conn] and a [Client] with a Handler; over HTTP, each body is one
+// [Conn]; over HTTP, each body is one
 // message or one batch, whose entries are always handled in order, one at
 // a time.
 type Order struct {

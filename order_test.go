@@ -158,7 +158,7 @@ func TestOrder(t *testing.T) {
 	transports := map[string]func(t *testing.T, s *orderState) []string{
 		"Server": func(t *testing.T, s *orderState) []string {
 			return lineTransport(t, func(r io.Reader, w io.Writer) func() {
-				srv := &jsonrpc.Server{Handler: s.mux()}
+				srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: s.mux()}}
 				done := make(chan error, 1)
 				go func() { done <- srv.Serve(context.Background(), r, w) }()
 				return func() { assert.NoError(t, <-done) }
@@ -166,20 +166,20 @@ func TestOrder(t *testing.T) {
 		},
 		"Conn": func(t *testing.T, s *orderState) []string {
 			return lineTransport(t, func(r io.Reader, w io.Writer) func() {
-				c := jsonrpc.NewConn(r, w, &jsonrpc.ConnOptions{Handler: s.mux()})
+				c := jsonrpc.NewConn(r, w, &jsonrpc.Options{Handler: s.mux()})
 				return func() { assert.NoError(t, c.Wait()) }
 			})
 		},
 		"Client with a Handler": func(t *testing.T, s *orderState) []string {
 			return lineTransport(t, func(r io.Reader, w io.Writer) func() {
-				c := jsonrpc.NewClient(r, w, &jsonrpc.ClientOptions{Handler: s.mux()})
+				c := jsonrpc.NewConn(r, w, &jsonrpc.Options{Handler: s.mux()})
 				return func() { <-c.Done(); assert.NoError(t, c.Close()) }
 			})
 		},
 		"socket": func(t *testing.T, s *orderState) []string {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
-			srv := &jsonrpc.Server{Handler: s.mux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: s.mux()}}
 			served := make(chan error, 1)
 			go func() { served <- srv.ServeListener(context.Background(), l) }()
 			defer func() {
@@ -198,7 +198,7 @@ func TestOrder(t *testing.T) {
 			return out
 		},
 		"HTTP, one batch": func(t *testing.T, s *orderState) []string {
-			srv := &jsonrpc.Server{Handler: s.mux(), MaxBatch: len(lines)}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: s.mux(), MaxBatch: len(lines)}}
 			hs := httptest.NewServer(srv)
 			defer hs.Close()
 			body := "[" + strings.Join(lines, ",") + "]"
@@ -250,7 +250,7 @@ func TestOrderRequestsConcurrent(t *testing.T) {
 	s := new(orderState)
 	mux := s.mux()
 	mux.Handle("meet", meetHandler())
-	in, lines := h3Server(t, &jsonrpc.Server{Handler: mux})
+	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	for i := range 50 {
 		_, err := fmt.Fprintf(in, `{"jsonrpc":"2.0","method":"note","params":[%d]}`+"\n", i)
 		require.NoError(t, err)
@@ -279,7 +279,7 @@ func TestOrderAll(t *testing.T) {
 		return counter.Add(1), nil
 	}))
 	mux.Handle("meet", meetHandler())
-	in, lines := h3Server(t, &jsonrpc.Server{Handler: mux, Order: jsonrpc.Order{All: true, Concurrent: []string{"meet"}}})
+	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Order: jsonrpc.Order{All: true, Concurrent: []string{"meet"}}}})
 	const n = 1000
 	go func() {
 		for i := range n {
@@ -328,7 +328,7 @@ func TestOrderConcurrentNotifications(t *testing.T) {
 		}
 		return nil, nil
 	})
-	in, _ := h3Server(t, &jsonrpc.Server{Handler: mux, Order: jsonrpc.Order{Concurrent: []string{"meet"}}})
+	in, _ := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Order: jsonrpc.Order{Concurrent: []string{"meet"}}}})
 	_, err := io.WriteString(in, strings.Repeat(`{"jsonrpc":"2.0","method":"meet"}`+"\n", 2))
 	require.NoError(t, err)
 	assert.Equal(t, "met", <-met)
@@ -343,7 +343,7 @@ func TestOrderCallsThePeer(t *testing.T) {
 	mux := s.mux()
 	mux.Handle("ask", jsonrpc.Func(func(ctx context.Context, p [1]int) (any, error) {
 		var sum int
-		if err := jsonrpc.Call(ctx, "add", [2]int{p[0], 1}, &sum); err != nil {
+		if err := jsonrpc.Peer(ctx).Call(ctx, "add", [2]int{p[0], 1}, &sum); err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
@@ -353,7 +353,7 @@ func TestOrderCallsThePeer(t *testing.T) {
 	}))
 	peer := new(jsonrpc.Mux)
 	peer.Handle("add", jsonrpc.Func(func(_ context.Context, p [2]int) (int, error) { return p[0] + p[1], nil }))
-	_, b := twConnPair(t, &jsonrpc.ConnOptions{Handler: mux}, &jsonrpc.ConnOptions{Handler: peer})
+	_, b := twConnPair(t, &jsonrpc.Options{Handler: mux}, &jsonrpc.Options{Handler: peer})
 	ctx, cancel := context.WithTimeout(t.Context(), h3Guard)
 	defer cancel()
 	for i := range 200 {

@@ -18,9 +18,9 @@ const DefaultWaitDelay = 5 * time.Second
 const stderrWaitDelay = 100 * time.Millisecond
 
 // A Process is a child process that serves JSON-RPC on its standard input
-// and output, with a [Client] connected to it.
+// and output, with a [Conn] connected to it.
 type Process struct {
-	*Client
+	*Conn
 
 	// Cmd is the running command.
 	Cmd *exec.Cmd
@@ -35,7 +35,7 @@ type Process struct {
 }
 
 // StartProcess starts cmd, which must not have its Stdin or Stdout set,
-// and returns a client that talks to it over its standard input and
+// and returns a connection that talks to it over its standard input and
 // output. Its standard error is left as cmd has it. opts may be nil.
 //
 // If cmd.WaitDelay is zero, StartProcess sets it to 100ms, so that a
@@ -44,7 +44,7 @@ type Process struct {
 //
 // Call Close to shut the process down. If ctx ends first, the process is
 // killed (as with exec.CommandContext).
-func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Process, error) {
+func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Process, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("jsonrpc: StartProcess: Stdin and Stdout must be unset")
 	}
@@ -67,7 +67,7 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Pro
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &Process{Cmd: cmd, Client: NewClient(stdout, stdin, opts), waited: make(chan struct{})}
+	p := &Process{Cmd: cmd, Conn: NewConn(stdout, stdin, opts), waited: make(chan struct{})}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -76,9 +76,9 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Pro
 			// if it does not end soon.
 			t := time.NewTimer(p.waitDelay())
 			select {
-			case <-p.Client.Done():
+			case <-p.Conn.Done():
 			case <-t.C:
-				_ = p.Client.Close()
+				_ = p.Conn.Close()
 			}
 			t.Stop()
 		case <-p.waited:
@@ -89,12 +89,12 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *ClientOptions) (*Pro
 
 // Close shuts the process down cleanly: it closes the process's standard
 // input, waits up to WaitDelay for it to exit (reading what it still
-// writes), kills it if it has not, and closes the client. It returns the
+// writes), kills it if it has not, and closes the connection. It returns the
 // process's exit error, as exec.Cmd.Wait does. Close is idempotent.
 //
 // Close returns within WaitDelay plus Cmd.WaitDelay (100ms unless the
 // caller set it; see [StartProcess]) and a few milliseconds, even if a
-// grandchild holds the process's output open, provided the client's
+// grandchild holds the process's output open, provided the connection's
 // handlers return once their context is cancelled. Once the process has
 // exited, Close waits at most Cmd.WaitDelay for the copying of its standard
 // error to a writer that is not an *os.File to end, and then returns
@@ -112,17 +112,17 @@ func (p *Process) shutdown() {
 	// that does not read holds this up, so it runs alongside the timer.
 	closed := make(chan struct{})
 	go func() {
-		_ = p.Client.c.out.Close()
+		_ = p.Conn.c.out.Close()
 		close(closed)
 	}()
 	exited := make(chan struct{})
 	go func() {
 		// Read to the end of the output first: Wait closes the pipe.
 		select {
-		case <-p.Client.Done():
+		case <-p.Conn.Done():
 		case <-t.C:
 			p.kill()
-			<-p.Client.Done()
+			<-p.Conn.Done()
 		}
 		p.err = p.Cmd.Wait()
 		close(exited)
@@ -135,15 +135,15 @@ func (p *Process) shutdown() {
 	}
 	<-closed
 	close(p.waited)
-	_ = p.Client.Close()
+	_ = p.Conn.Close()
 }
 
 // kill kills the process, and stops reading its output, which a child of
 // its own may still hold open.
 func (p *Process) kill() {
 	_ = p.Cmd.Process.Kill()
-	p.Client.c.in.Close()
-	p.Client.c.out.closeNow()
+	p.Conn.c.in.Close()
+	p.Conn.c.out.closeNow()
 }
 
 func (p *Process) waitDelay() time.Duration {

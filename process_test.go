@@ -69,7 +69,7 @@ func binDir() (string, error) {
 }
 
 // startDemo starts the demo as a child process; a cleanup closes it.
-func startDemo(t *testing.T, ctx context.Context, opts *jsonrpc.ClientOptions) *jsonrpc.Process {
+func startDemo(t *testing.T, ctx context.Context, opts *jsonrpc.Options) *jsonrpc.Process {
 	t.Helper()
 	p, err := jsonrpc.StartProcess(ctx, exec.Command(demoPath(t)), opts)
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func startDemo(t *testing.T, ctx context.Context, opts *jsonrpc.ClientOptions) *
 func TestProcessDemo(t *testing.T) {
 	checkLeaks(t)
 	var log noteLog
-	p := startDemo(t, t.Context(), &jsonrpc.ClientOptions{OnNotify: log.onNotify})
+	p := startDemo(t, t.Context(), &jsonrpc.Options{OnNotify: log.onNotify})
 
 	t.Run("subtract", func(t *testing.T) {
 		tests := []struct {

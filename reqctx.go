@@ -191,7 +191,7 @@ func (rc *reqCtx) emit(item any) error {
 		return err
 	}
 	return rc.conn.out.append(func(b []byte) []byte {
-		b = append(b, `{"jsonrpc":"2.0","method":"`+StreamMethod+`","params":{"id":`...)
+		b = append(b, `{"jsonrpc":"2.0","method":"`+StreamItemMethod+`","params":{"id":`...)
 		b = append(b, rc.id...)
 		b = append(b, `,"item":`...)
 		b = append(b, raw...)

@@ -140,7 +140,7 @@ func serveWithin(t *testing.T, srv *jsonrpc.Server, input string) []string {
 func TestScanLinearEscapedString(t *testing.T) {
 	checkLeaks(t)
 	text := escapedText(hugeLine)
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	got := serveWithin(t, srv, stringEchoLine("1", text)+"\n"+afterLine+"\n")
 
 	require.Len(t, got, 2, "answers: %q", clip(strings.Join(got, "\n")))
@@ -158,7 +158,7 @@ func TestScanLinearEscapedString(t *testing.T) {
 func TestScanLinearInvalidTail(t *testing.T) {
 	checkLeaks(t)
 	bad := `{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + invalidTail(hugeLine)
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	got := serveWithin(t, srv, bad+"\n"+afterLine+"\n")
 
 	require.Len(t, got, 2, "answers: %q", clip(strings.Join(got, "\n")))
@@ -198,7 +198,7 @@ type linearPeer struct {
 // cleanup closes both and waits for them, but no longer than
 // linearDeadline, so that a client stuck scanning fails the test rather
 // than hanging it.
-func newLinearPeer(t *testing.T, opts *jsonrpc.ClientOptions) (*jsonrpc.Client, *linearPeer) {
+func newLinearPeer(t *testing.T, opts *jsonrpc.Options) (*jsonrpc.Conn, *linearPeer) {
 	t.Helper()
 	reqR, reqW := io.Pipe()
 	respR, respW := io.Pipe()
@@ -235,7 +235,7 @@ func newLinearPeer(t *testing.T, opts *jsonrpc.ClientOptions) (*jsonrpc.Client, 
 			}
 		}
 	}()
-	c := jsonrpc.NewClient(respR, reqW, opts)
+	c := jsonrpc.NewConn(respR, reqW, opts)
 	t.Cleanup(func() {
 		close(quit)
 		_ = reqR.Close()
@@ -296,7 +296,7 @@ func TestScanLinearLongBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
 			input := tc.line + "\n" + afterLine + "\n"
-			srv := &jsonrpc.Server{Handler: specMux(), MaxBatch: 100}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxBatch: 100}}
 
 			before := heapAllocated(t)
 			got := serveWithin(t, srv, input)
@@ -345,7 +345,7 @@ func TestScanLinearIdleAfterBatch(t *testing.T) {
 	const entries = 100_000
 	reqR, reqW := io.Pipe()
 	respR, respW := io.Pipe()
-	srv := &jsonrpc.Server{Handler: specMux(), MaxBatch: entries}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxBatch: entries}}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
@@ -407,13 +407,13 @@ func TestScanLinearIdleAfterBatch(t *testing.T) {
 
 // TestScanLinearClientLongBatch guards the Client against expanding a long
 // array: a 16 MiB line [1,1,1,...] (see longArray) from the peer, to a
-// client with ClientOptions.MaxBatch 10, is dropped after allocating a
+// client with Options.MaxBatch 10, is dropped after allocating a
 // small multiple of the line, and the client goes on to read the answer to
 // its call. The old client allocated an envelope for every element.
 func TestScanLinearClientLongBatch(t *testing.T) {
 	checkLeaks(t)
 	line := []byte(onesArray(longArray()) + "\n")
-	c, peer := newLinearPeer(t, &jsonrpc.ClientOptions{MaxBatch: 10})
+	c, peer := newLinearPeer(t, &jsonrpc.Options{MaxBatch: 10})
 
 	before := heapAllocated(t)
 	var r callResult

@@ -241,9 +241,6 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 		// The specification's examples fix the wire error to the bare
 		// code and message; the reason goes to the log.
 		c.log.Debug("jsonrpc: invalid request", slog.String("reason", why))
-		if c.quiet && (e.method == nil || e.id == nil || string(e.replyID()) == "null") {
-			return // a broken response, or nothing the peer could match an answer to
-		}
 		u.tasks = append(u.tasks, task{preErr: ErrInvalidRequest})
 		u.tasks[len(u.tasks)-1].req.ID = ID{raw: rs.arena.str(e.replyID())}
 		return

@@ -3,128 +3,33 @@ package jsonrpc
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"time"
-)
-
-// Defaults for the limits of a [Server] whose fields are zero.
-const (
-	// DefaultMaxInFlight is the number of handlers that may run at once on
-	// one connection.
-	DefaultMaxInFlight = 64
-	// DefaultMaxBatch is the largest batch a server accepts.
-	DefaultMaxBatch = 10000
-	// DefaultCancelGrace is how long Serve waits, once it has been told to
-	// stop or its input has ended, for handlers to return.
-	DefaultCancelGrace = 5 * time.Second
-	// DefaultMaxPendingBytes is the byte budget of a connection for
-	// requests read but not yet answered (see [Server.MaxPendingBytes]).
-	DefaultMaxPendingBytes = 32 << 20
 )
 
 // CancelMethod is the notification that cancels a request in flight:
 // {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}.
 const CancelMethod = "$/cancelRequest"
 
-// StreamMethod is the notification that carries one item of a streaming
+// StreamItemMethod is the notification that carries one item of a streaming
 // handler: {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}},
 // where X is the id of the request the item belongs to.
-const StreamMethod = "$/stream"
+const StreamItemMethod = "$/stream"
 
-// A Server serves JSON-RPC 2.0 over newline-delimited streams. Its fields
-// configure it and must not change once Serve has been called.
+// A Server serves JSON-RPC 2.0 connections: streams ([Server.Serve]),
+// message transports ([Server.ServeTransport]), the connections of a
+// listener ([Server.ServeListener]) and HTTP requests
+// ([Server.ServeHTTP]). Its Options configure each connection; its other
+// fields, the listener's. Its fields must not change once it serves.
 //
 // The zero Server is valid: it answers every call with "Method not found".
 // One Server may serve many connections at once, each with its own call to
 // Serve.
 type Server struct {
-	// Handler answers requests; nil answers every call with
-	// [ErrMethodNotFound].
-	Handler Handler
-
-	// Logger receives handler panics (at Error, with the stack), failed
-	// notifications (at Debug) and dropped messages (at Debug). Nil
-	// discards.
-	Logger *slog.Logger
-
-	// MaxMessageSize is the largest message read, in bytes; zero means
-	// [DefaultMaxMessageSize]. A longer line is discarded as it is read
-	// and answered with an Invalid Request error with a null id.
-	MaxMessageSize int
-
-	// MaxBatch is the largest batch accepted; zero means
-	// [DefaultMaxBatch]. A longer batch is answered with one Invalid
-	// Request error with a null id.
-	MaxBatch int
-
-	// MaxInFlight bounds the handlers that run at once on a connection;
-	// zero means [DefaultMaxInFlight]. When every slot is taken, more
-	// requests wait their turn in a queue while reading goes on (so
-	// cancels, and responses to the handlers' own calls to the peer,
-	// still arrive), up to MaxPendingBytes. A handler that waits for the
-	// peer (in [Call], or a Call, Batch or Stream of a [Conn] or [Client]
-	// made with its context) gives up its slot meanwhile, and takes one
-	// again, waiting its turn before the queue, once answered: handlers
-	// that call each other across a connection cannot deadlock, at any
-	// depth.
-	MaxInFlight int
-
-	// MaxPendingBytes is the byte budget of a connection: the requests
-	// that wait for a slot or run off the reading goroutine are counted
-	// by the size of the lines that hold them (plus 512 bytes each for a
-	// queued one), and once they add up to more than MaxPendingBytes the
-	// server stops reading until some are answered. One line is always
-	// let through, so a connection holds at most MaxPendingBytes plus one
-	// message of requests, besides its read buffer. Zero means
-	// [DefaultMaxPendingBytes].
-	MaxPendingBytes int
-
-	// Framing delimits messages on the connection; nil means
-	// [LineFraming] (one message per line). [HeaderFraming] is the
-	// Language Server Protocol's Content-Length headers.
-	Framing Framing
-
-	// Order says which of the peer's messages are handled one at a time,
-	// in arrival order; the zero Order handles notifications so, and starts
-	// a request only once the notifications before it are handled (see
-	// [Order]).
-	Order Order
-
-	// Cancel is the cancel convention: the notification sent when a
-	// handler's call to the peer (see [Call]) is cancelled, and, unless
-	// AcceptCancel is set, the one the peer sends to cancel a request. The
-	// zero value is LSP's "$/cancelRequest".
-	Cancel Cancellation
-
-	// AcceptCancel, if not empty, lists the cancel notifications accepted
-	// from the peer instead of Cancel's, for a server whose clients speak
-	// different conventions (LSP's and MCP's, say).
-	AcceptCancel []Cancellation
-
-	// OnCancel, if set, is called on the reading goroutine for each cancel
-	// notification from the peer, once it has taken effect, with the
-	// cancel (the cause of the cancelled handlers' contexts) and what it
-	// reached: the requests with its id that were running (their contexts
-	// are cancelled) and those that had not started (they will not run).
-	// Both zero means that no request with that id was in flight: it had
-	// been answered already, or was never sent. It must not block.
-	OnCancel func(cancel *CancelError, running, queued int)
-
-	// HideErrorDetail withholds the "detail" (the error text) from the
-	// Internal error that a plain Go error or a panic becomes, for
-	// endpoints that face untrusted peers. The "exception" still names
-	// the Go type.
-	HideErrorDetail bool
-
-	// CancelGrace is how long Serve waits, after Close or the
-	// cancellation of its context, for handlers to return; zero means
-	// [DefaultCancelGrace]. A handler still running then is abandoned: it
-	// keeps its goroutine, but its response is dropped. At the end of the
-	// input, handlers get CancelGrace to finish before their contexts are
-	// cancelled, and as long again to return (see Serve).
-	CancelGrace time.Duration
+	// Options configure each connection the server serves; their
+	// MaxMessageSize also bounds an HTTP request's body.
+	Options
 
 	// MaxConns bounds the connections that ServeListener serves at once;
 	// zero means [DefaultMaxConns].
@@ -153,7 +58,7 @@ type Server struct {
 // ends, then lets the handlers in flight finish, flushes w and returns
 // nil. See [Server.Serve].
 func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
-	s := &Server{Handler: h}
+	s := &Server{Options: Options{Handler: h}}
 	return s.Serve(ctx, r, w)
 }
 
@@ -166,15 +71,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // a Parse error with a null id, and reading goes on at the next line.
 //
 // At the end of the input (io.EOF, or any other read error) the handlers
-// in flight get CancelGrace to finish; then their contexts are cancelled
+// in flight get StopGrace to finish; then their contexts are cancelled
 // with a cause (see [context.Cause]) that wraps [ErrPeerClosed] and the
 // read error, requests still queued run with theirs cancelled, and all get
-// CancelGrace again to return. Serve then flushes w and returns nil, or,
+// StopGrace again to return. Serve then flushes w and returns nil, or,
 // if a handler had to be abandoned, an error wrapping [ErrClosed] and
-// ErrPeerClosed; so it returns within about twice CancelGrace of the end
+// ErrPeerClosed; so it returns within about twice StopGrace of the end
 // of its input. A write error ends it with that error. When ctx
 // is cancelled Serve stops reading, cancels the handlers' contexts, waits
-// up to CancelGrace for them, and returns ctx.Err(); after [Server.Close]
+// up to StopGrace for them, and returns ctx.Err(); after [Server.Close]
 // or [Server.Shutdown] it returns [ErrServerClosed].
 //
 // A blocked Read cannot always be interrupted. On Close or the end of ctx,
@@ -189,9 +94,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // What a connection holds is bounded in bytes: see MaxMessageSize,
 // MaxBatch and MaxPendingBytes, and SECURITY.md for the whole account.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	cfg := s.config()
-	cfg.drainGrace = true
-	c := newConn(cfg, ctx, r, w)
+	c := newConn(s.config(), ctx, r, w)
 	if !s.track(c) {
 		return ErrServerClosed
 	}
@@ -199,24 +102,11 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	return c.serve(ctx)
 }
 
-// config returns what the fields of s set up for a connection.
+// config returns what the options of s set up for a connection.
 func (s *Server) config() *config {
-	return &config{
-		handler:    s.Handler,
-		log:        s.Logger,
-		framing:    s.Framing,
-		cancel:     s.Cancel,
-		maxMessage: s.MaxMessageSize,
-		maxBatch:   s.MaxBatch,
-		maxFlight:  s.MaxInFlight,
-		budget:     s.MaxPendingBytes,
-		hideDetail: s.HideErrorDetail,
-		grace:      s.CancelGrace,
-		order:      s.Order,
-		cancelIn:   s.AcceptCancel,
-		onCancel:   s.OnCancel,
-		encoders:   &s.encoders,
-	}
+	cfg := s.Options.config()
+	cfg.encoders = &s.encoders
+	return cfg
 }
 
 func (s *Server) track(c *conn) bool {
@@ -259,12 +149,12 @@ func (s *Server) closeAll() []*conn {
 
 // Close stops every connection at once: reading stops, the contexts of the
 // handlers in flight are cancelled, and each Serve returns
-// [ErrServerClosed] once its handlers have returned or its CancelGrace has
+// [ErrServerClosed] once its handlers have returned or its StopGrace has
 // passed. Later calls to Serve return ErrServerClosed at once. Close is
 // idempotent and safe to call from any goroutine.
 //
 // Connections accepted by ServeListener are closed too, and Close returns
-// once their goroutines have ended, at most about CancelGrace later.
+// once their goroutines have ended, at most about StopGrace later.
 func (s *Server) Close() error {
 	for _, c := range s.closeAll() {
 		c.abort(ErrServerClosed)
@@ -279,7 +169,7 @@ func (s *Server) Close() error {
 // or returns ctx.Err() if ctx ends first. It closes the listeners of
 // ServeListener first, and waits for the goroutines of the connections
 // they accepted too. Unlike Close, it waits
-// for handlers without limit (CancelGrace does not apply): give it a ctx
+// for handlers without limit (StopGrace does not apply): give it a ctx
 // with a deadline, and call Close when that passes. Each Serve returns
 // [ErrServerClosed]. Calling Shutdown from inside a handler deadlocks.
 func (s *Server) Shutdown(ctx context.Context) error {

@@ -29,7 +29,7 @@ func TestServerHardeningStalledPeerBudget(t *testing.T) {
 		sent   = 80
 		budget = 4 << 20
 	)
-	srv := &jsonrpc.Server{Handler: specMux(), MaxPendingBytes: budget}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxPendingBytes: budget}}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)
@@ -121,7 +121,7 @@ func (r *stuckReader) Read(p []byte) (int, error) {
 // TestServerHardeningShutdownStuckReader guards Shutdown and Close on a
 // reader they cannot interrupt: with nothing in flight, Shutdown returns
 // at once and Serve returns ErrServerClosed, rather than both waiting for
-// a Read that never ends; Close does not cost the whole CancelGrace. A line
+// a Read that never ends; Close does not cost the whole StopGrace. A line
 // read after that is not served, and the reading goroutine ends when its
 // Read returns.
 func TestServerHardeningShutdownStuckReader(t *testing.T) {
@@ -130,7 +130,7 @@ func TestServerHardeningShutdownStuckReader(t *testing.T) {
 			checkLeaks(t)
 			r := newStuckReader()
 			out := new(lockedBuffer)
-			srv := &jsonrpc.Server{Handler: specMux(), CancelGrace: time.Minute}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), StopGrace: time.Minute}}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(context.Background(), r, out) }()
 			defer close(r.lines) // lets the goroutine left in Read end
@@ -187,7 +187,7 @@ func TestServerHardeningShutdownWaitsForHandlers(t *testing.T) {
 		<-release
 		return "done", nil
 	})
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), r, out) }()
 	r.lines <- req("1", "wait", `[]`) + "\n"

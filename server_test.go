@@ -314,7 +314,7 @@ func TestServeOneShot(t *testing.T) {
 		},
 		{
 			name:  "zero Mux answers method not found",
-			srv:   func() *jsonrpc.Server { return &jsonrpc.Server{Handler: new(jsonrpc.Mux)} },
+			srv:   func() *jsonrpc.Server { return &jsonrpc.Server{Options: jsonrpc.Options{Handler: new(jsonrpc.Mux)}} },
 			input: req("1", "echo", "") + "\n",
 			want:  []string{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`},
 		},
@@ -324,7 +324,7 @@ func TestServeOneShot(t *testing.T) {
 				mux := new(jsonrpc.Mux)
 				mux.HandleFunc("chan", func(context.Context, *jsonrpc.Request) (any, error) { return make(chan int), nil })
 				mux.HandleFunc("raw", func(context.Context, *jsonrpc.Request) (any, error) { return json.RawMessage(`{`), nil })
-				return &jsonrpc.Server{Handler: mux, HideErrorDetail: true}
+				return &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, HideErrorDetail: true}}
 			},
 			input: req("1", "chan", "") + "\n" + req("2", "raw", "") + "\n",
 			want: []string{
@@ -335,7 +335,7 @@ func TestServeOneShot(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux()}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 			if tc.srv != nil {
 				srv = tc.srv()
 			}
@@ -373,7 +373,7 @@ func TestServeOverLongLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &jsonrpc.Server{Handler: specMux(), MaxMessageSize: 100}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux(), MaxMessageSize: 100}}
 			got := serveString(t, srv, tc.input)
 			require.Len(t, got, len(tc.want), "output: %q", got)
 			for i, id := range tc.want {
@@ -416,7 +416,7 @@ func TestServeAnswersEachRequestOnce(t *testing.T) {
 		}
 		return r.Params, nil
 	})
-	got := serveString(t, &jsonrpc.Server{Handler: mux, MaxInFlight: 8}, strings.Join(lines, "\n")+"\n")
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 8}}, strings.Join(lines, "\n")+"\n")
 	byID := responsesByID(t, got)
 	assert.Len(t, got, 2*n/3)
 	for i := range n {
@@ -455,7 +455,7 @@ func TestServeSlowHandlerDoesNotStopReading(t *testing.T) {
 		close(release)
 		return "ok", nil
 	})
-	p := startPipe(t, t.Context(), &jsonrpc.Server{Handler: mux})
+	p := startPipe(t, t.Context(), &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	p.send(req("1", "wait", ""))
 	p.send(req("2", "release", ""))
 	byID := responsesByID(t, []string{p.recv(), p.recv()})
@@ -472,19 +472,24 @@ func TestServeMaxInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var running, peak, started atomic.Int64
 		release := make(chan struct{})
-		srv := &jsonrpc.Server{MaxInFlight: 2, Handler: jsonrpc.HandlerFunc(func(ctx context.Context, r *jsonrpc.Request) (any, error) {
-			started.Add(1)
-			n := running.Add(1)
-			for {
-				p := peak.Load()
-				if n <= p || peak.CompareAndSwap(p, n) {
-					break
-				}
-			}
-			defer running.Add(-1)
-			<-release
-			return r.ID.String(), nil
-		})}
+		srv := &jsonrpc.Server{
+			Options: jsonrpc.Options{
+				MaxInFlight: 2,
+				Handler: jsonrpc.HandlerFunc(func(ctx context.Context, r *jsonrpc.Request) (any, error) {
+					started.Add(1)
+					n := running.Add(1)
+					for {
+						p := peak.Load()
+						if n <= p || peak.CompareAndSwap(p, n) {
+							break
+						}
+					}
+					defer running.Add(-1)
+					<-release
+					return r.ID.String(), nil
+				}),
+			},
+		}
 		p := startPipe(t, t.Context(), srv)
 		for i := 1; i <= 4; i++ {
 			p.send(req(strconv.Itoa(i), "block", ""))
@@ -511,7 +516,7 @@ func TestServeCancelRequest(t *testing.T) {
 		return nil, fmt.Errorf("stopped: %w", ctx.Err())
 	})
 	mux.HandleFunc("echo", func(_ context.Context, r *jsonrpc.Request) (any, error) { return r.Params, nil })
-	p := startPipe(t, t.Context(), &jsonrpc.Server{Handler: mux})
+	p := startPipe(t, t.Context(), &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 
 	p.send(req(`"a"`, "wait", ""))
 	assert.Equal(t, `"a"`, <-started)
@@ -561,7 +566,7 @@ func TestServeCancelQueued(t *testing.T) {
 		ranQueued.Store(true)
 		return "ran", nil
 	})
-	p := startPipe(t, t.Context(), &jsonrpc.Server{Handler: mux, MaxInFlight: 1})
+	p := startPipe(t, t.Context(), &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 1}})
 	p.send(req("1", "block", ""))
 	<-started
 	p.send(req("2", "queued", ""))
@@ -595,7 +600,7 @@ func TestServeContextCancel(t *testing.T) {
 		handlerErr.Store(ctx.Err())
 		return nil, ctx.Err()
 	})
-	p := startPipe(t, ctx, &jsonrpc.Server{Handler: mux})
+	p := startPipe(t, ctx, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	p.send(req("1", "echo", "[1]"))
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":[1]}`, p.recv())
 	p.send(req("2", "wait", ""))
@@ -663,12 +668,16 @@ func TestServerClose(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan struct{})
 	var handlerErr atomic.Value
-	srv := &jsonrpc.Server{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-		close(started)
-		<-ctx.Done()
-		handlerErr.Store(ctx.Err())
-		return nil, ctx.Err()
-	})}
+	srv := &jsonrpc.Server{
+		Options: jsonrpc.Options{
+			Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+				close(started)
+				<-ctx.Done()
+				handlerErr.Store(ctx.Err())
+				return nil, ctx.Err()
+			}),
+		},
+	}
 	p := startPipe(t, t.Context(), srv)
 	p.send(req("1", "wait", ""))
 	<-started
@@ -686,7 +695,7 @@ func TestServerClose(t *testing.T) {
 
 func TestServerCloseIdle(t *testing.T) {
 	checkLeaks(t)
-	srv := &jsonrpc.Server{Handler: specMux()}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}
 	p := startPipe(t, t.Context(), srv)
 	p.send(req("1", "echo", "[1]"))
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":[1]}`, p.recv())
@@ -701,15 +710,19 @@ func TestServerShutdown(t *testing.T) {
 		release := make(chan struct{})
 		var finished atomic.Bool
 		var ctxErr atomic.Value
-		srv := &jsonrpc.Server{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-			close(started)
-			<-release
-			if err := ctx.Err(); err != nil {
-				ctxErr.Store(err)
-			}
-			finished.Store(true)
-			return "finished", nil
-		})}
+		srv := &jsonrpc.Server{
+			Options: jsonrpc.Options{
+				Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+					close(started)
+					<-release
+					if err := ctx.Err(); err != nil {
+						ctxErr.Store(err)
+					}
+					finished.Store(true)
+					return "finished", nil
+				}),
+			},
+		}
 		p := startPipe(t, t.Context(), srv)
 		p.send(req("1", "work", ""))
 		<-started
@@ -736,11 +749,15 @@ func TestServerShutdownContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		started := make(chan struct{})
 		release := make(chan struct{})
-		srv := &jsonrpc.Server{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-			close(started)
-			<-release
-			return nil, nil
-		})}
+		srv := &jsonrpc.Server{
+			Options: jsonrpc.Options{
+				Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+					close(started)
+					<-release
+					return nil, nil
+				}),
+			},
+		}
 		p := startPipe(t, t.Context(), srv)
 		p.send(req("1", "work", ""))
 		<-started
@@ -754,7 +771,7 @@ func TestServerShutdownContext(t *testing.T) {
 }
 
 // TestServeCancelGrace checks that a handler that ignores its context does
-// not hold Serve beyond CancelGrace once the server is told to stop.
+// not hold Serve beyond StopGrace once the server is told to stop.
 func TestServeCancelGrace(t *testing.T) {
 	const grace = 50 * time.Millisecond
 	tests := []struct {
@@ -772,11 +789,16 @@ func TestServeCancelGrace(t *testing.T) {
 				started := make(chan struct{})
 				release := make(chan struct{})
 				defer close(release) // let the stuck handler go at the end
-				srv := &jsonrpc.Server{CancelGrace: grace, Handler: jsonrpc.HandlerFunc(func(context.Context, *jsonrpc.Request) (any, error) {
-					close(started)
-					<-release // ignores its context
-					return nil, nil
-				})}
+				srv := &jsonrpc.Server{
+					Options: jsonrpc.Options{
+						StopGrace: grace,
+						Handler: jsonrpc.HandlerFunc(func(context.Context, *jsonrpc.Request) (any, error) {
+							close(started)
+							<-release // ignores its context
+							return nil, nil
+						}),
+					},
+				}
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
 				p := startPipe(t, ctx, srv)
@@ -791,7 +813,7 @@ func TestServeCancelGrace(t *testing.T) {
 					assert.ErrorIs(t, err, tc.want)
 					assert.LessOrEqual(t, time.Since(start), grace)
 				case <-time.After(10 * grace):
-					assert.Fail(t, "Serve did not return within CancelGrace of a stop while a handler ignores its context")
+					assert.Fail(t, "Serve did not return within StopGrace of a stop while a handler ignores its context")
 				}
 			})
 		})
@@ -819,7 +841,7 @@ func TestServeHandlerPanic(t *testing.T) {
 			logBuf.mu.Lock()
 			logBuf.buf.Reset()
 			logBuf.mu.Unlock()
-			srv := &jsonrpc.Server{Handler: mux, Logger: logger, HideErrorDetail: tc.hide}
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Logger: logger, HideErrorDetail: tc.hide}}
 			got := serveString(t, srv, req("1", "panic", "")+"\n"+req("2", "echo", "[2]")+"\n"+req("", "panic", "")+"\n"+req("3", "echo", "[3]")+"\n")
 			require.Len(t, got, 3)
 			byID := responsesByID(t, got)
@@ -881,7 +903,7 @@ func TestHandlerContext(t *testing.T) {
 	mux.HandleFunc("armed", handler(true))
 
 	var out bytes.Buffer
-	require.NoError(t, (&jsonrpc.Server{Handler: mux}).Serve(ctx, strings.NewReader(req("1", "plain", "")+"\n"+req("2", "armed", "")+"\n"), &out))
+	require.NoError(t, (&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}).Serve(ctx, strings.NewReader(req("1", "plain", "")+"\n"+req("2", "armed", "")+"\n"), &out))
 	assert.Len(t, splitLines(out.String()), 2)
 	for _, name := range []string{"plain", "armed"} {
 		t.Run(name, func(t *testing.T) {
@@ -898,7 +920,7 @@ func TestHandlerContext(t *testing.T) {
 			default:
 				assert.Fail(t, "Done is not closed after the handler returned")
 			}
-			err := jsonrpc.Notify(hctx, "late", nil)
+			err := jsonrpc.Peer(hctx).Notify(hctx, "late", nil)
 			assert.Error(t, err, "Notify after the handler returned")
 		})
 	}
@@ -915,7 +937,7 @@ func TestServeDuplicateIDsInFlight(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	p := startPipe(t, t.Context(), &jsonrpc.Server{Handler: mux})
+	p := startPipe(t, t.Context(), &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	p.send(req("5", "wait", ""))
 	<-started
 	p.send(req("5", "wait", ""))
@@ -951,7 +973,7 @@ func TestServeCancelQueuedBatchEntry(t *testing.T) {
 			ranCancelled.Store(true)
 			return "ran", nil
 		})
-		p := startPipe(t, t.Context(), &jsonrpc.Server{Handler: mux, MaxInFlight: 1})
+		p := startPipe(t, t.Context(), &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 1}})
 		p.send(req("1", "block", ""))
 		<-started
 		p.send("[" + req("2", "mark", "") + "," + req("3", "echo", "[3]") + "]")
@@ -980,13 +1002,19 @@ func TestServeQueueFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var ran atomic.Int64
-		srv := &jsonrpc.Server{MaxInFlight: 1, MaxPendingBytes: 64<<10 + 800, Handler: jsonrpc.HandlerFunc(func(_ context.Context, r *jsonrpc.Request) (any, error) {
-			ran.Add(1)
-			if r.Method == "block" {
-				<-release
-			}
-			return r.ID.String(), nil
-		})}
+		srv := &jsonrpc.Server{
+			Options: jsonrpc.Options{
+				MaxInFlight:     1,
+				MaxPendingBytes: 64<<10 + 800,
+				Handler: jsonrpc.HandlerFunc(func(_ context.Context, r *jsonrpc.Request) (any, error) {
+					ran.Add(1)
+					if r.Method == "block" {
+						<-release
+					}
+					return r.ID.String(), nil
+				}),
+			},
+		}
 		p := startPipe(t, t.Context(), srv)
 		p.send(req("1", "block", ""))
 		p.send(req("2", "quick", "")) // waits for the slot
@@ -1055,21 +1083,25 @@ func TestNotifyAfterClose(t *testing.T) {
 			closed := make(chan struct{})
 			started := make(chan struct{})
 			errc := make(chan error, waiters)
-			srv := &jsonrpc.Server{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-				var wg sync.WaitGroup
-				for range waiters {
-					wg.Go(func() {
-						<-ctx.Done()
-						if !tc.during {
-							<-closed
+			srv := &jsonrpc.Server{
+				Options: jsonrpc.Options{
+					Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+						var wg sync.WaitGroup
+						for range waiters {
+							wg.Go(func() {
+								<-ctx.Done()
+								if !tc.during {
+									<-closed
+								}
+								errc <- jsonrpc.Peer(ctx).Notify(ctx, "late", nil)
+							})
 						}
-						errc <- jsonrpc.Notify(ctx, "late", nil)
-					})
-				}
-				close(started)
-				wg.Wait()
-				return nil, ctx.Err()
-			})}
+						close(started)
+						wg.Wait()
+						return nil, ctx.Err()
+					}),
+				},
+			}
 			p := startPipe(t, parent, srv)
 			p.send(req("1", "wait", ""))
 			<-started
@@ -1154,7 +1186,7 @@ func TestServeLargeResults(t *testing.T) {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", i, method, params)
 		want[strconv.Itoa(i)] = params
 	}
-	lines := serveString(t, &jsonrpc.Server{Handler: mux}, in.String())
+	lines := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, in.String())
 	require.Len(t, lines, len(want))
 	for _, line := range lines {
 		var resp struct {
@@ -1179,7 +1211,7 @@ func TestServeRawJSONSpanningLines(t *testing.T) {
 	mux.HandleFunc("prettyError", func(context.Context, *jsonrpc.Request) (any, error) {
 		return nil, &jsonrpc.Error{Code: 7, Message: "m", Data: json.RawMessage("[\n1\n]")}
 	})
-	lines := serveString(t, &jsonrpc.Server{Handler: mux},
+	lines := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}},
 		`{"jsonrpc":"2.0","id":1,"method":"pretty"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"prettyError"}`+"\n")
 	require.Len(t, lines, 2)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"a":[1,2]}}`, lines[0])
@@ -1199,7 +1231,7 @@ func TestServeShutdownSharedConn(t *testing.T) {
 		<-release
 		return "done", nil
 	})
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	serverSide, peer := net.Pipe()
 	defer peer.Close()
 	served := make(chan error, 1)
@@ -1244,15 +1276,15 @@ func TestRawHandlerFunc(t *testing.T) {
 		input.WriteString(`{"jsonrpc":"2.0","method":"` + name + `","params":[ 10 , "x" ]}` + "\n")
 		input.WriteString(`[{"jsonrpc":"2.0","id":1,"method":"` + name + `","params":{"a" :1}},{"jsonrpc":"2.0","id":2,"method":"` + name + `","params":[2]}]` + "\n")
 	}
-	want := serveString(t, &jsonrpc.Server{Handler: boxed}, input.String())
-	got := serveString(t, &jsonrpc.Server{Handler: raw}, input.String())
+	want := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: boxed}}, input.String())
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: raw}}, input.String())
 	assert.Equal(t, want, got)
 	assert.Len(t, got, 2*len(results))
 	assert.Contains(t, got, `{"jsonrpc":"2.0","id":"params","result":[ 10 , "x" ]}`)
 
 	// Served alone, without a Mux, and in process.
 	echo := jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return req.Params, nil })
-	got = serveString(t, &jsonrpc.Server{Handler: echo}, `{"jsonrpc":"2.0","id":1,"method":"any","params":{"k": "v"}}`+"\n")
+	got = serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: echo}}, `{"jsonrpc":"2.0","id":1,"method":"any","params":{"k": "v"}}`+"\n")
 	assert.Equal(t, []string{`{"jsonrpc":"2.0","id":1,"result":{"k": "v"}}`}, got)
 	v, err := echo.ServeJSONRPC(t.Context(), &jsonrpc.Request{Method: "any", Params: json.RawMessage(`[1]`)})
 	require.NoError(t, err)

@@ -167,7 +167,7 @@ func TestSoak(t *testing.T) {
 	heapBefore := liveHeap()
 	in := &soakInput{total: total, wantIDs: make(map[string]bool, total/2)}
 	out := &soakOutput{t: t, answered: make(map[string]int, total/2)}
-	srv := &jsonrpc.Server{Handler: mux, MaxInFlight: 64}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 64}}
 	require.NoError(t, srv.Serve(t.Context(), in, out))
 
 	assert.Zero(t, out.bad, "malformed or unexpected output lines")

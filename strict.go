@@ -3,7 +3,7 @@ package jsonrpc
 // This file holds strict decoding: the rules for member names that
 // encoding/json/v2 applies by default, checked before encoding/json
 // decodes params into a handler's argument ([Func], [Stream]) and a result
-// into a caller's value ([Client.Call] and the other calls).
+// into a caller's value ([Conn.Call] and the other calls).
 //
 //   - Names match fields exactly. A member whose name differs from a
 //     field's only by case is an unknown member, ignored like any other;
@@ -55,7 +55,7 @@ import (
 )
 
 // ErrDuplicateMember is wrapped by the error of a call whose result gives
-// a member name twice in one object, at any depth (see [Client.Call]).
+// a member name twice in one object, at any depth (see [Conn.Call]).
 // Params that do are answered with [CodeInvalidParams] (see [Func]).
 var ErrDuplicateMember = errors.New("jsonrpc: duplicate member")
 

@@ -175,7 +175,7 @@ func TestStrictParamsOverTheWire(t *testing.T) {
 		req("6", "items", `{"name":"a","name":"b"}`),
 		`[` + req("7", "grant", `{"admin":true,"admin":false}`) + `,` + req("8", "grant", `{"name":"ok"}`) + `]`,
 	}, "\n") + "\n"
-	got := serveString(t, &jsonrpc.Server{Handler: mux}, input)
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, input)
 	dup := func(id, member, path string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":` + quote(`Invalid params: duplicate member "`+member+`" at `+path) + `,` +
 			`"data":{"reason":"duplicate member","member":` + quote(member) + `,"path":` + quote(path) + `}}}`
@@ -209,7 +209,7 @@ func TestStreamStrictNames(t *testing.T) {
 	}
 	collect := func(h jsonrpc.Handler, params string) ([]string, error) {
 		var got []string
-		for item, err := range jsonrpc.Items(t.Context(), h, &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "s", Params: json.RawMessage(params)}) {
+		for item, err := range itemsOf(t.Context(), h, &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "s", Params: json.RawMessage(params)}) {
 			if err != nil {
 				return got, err
 			}
@@ -302,7 +302,7 @@ type resultCaller interface {
 func TestStrictResults(t *testing.T) {
 	checkLeaks(t)
 	mux := resultMux(strictResults)
-	ts := httptest.NewServer(&jsonrpc.Server{Handler: mux})
+	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	t.Cleanup(ts.Close)
 	callers := map[string]resultCaller{
 		"Client":     newPair(t, mux),
@@ -358,13 +358,13 @@ func TestCallFromHandlerStrictResult(t *testing.T) {
 		Method string `json:"method"`
 	}) (account, error) {
 		var a account
-		err := jsonrpc.Call(ctx, p.Method, nil, &a)
+		err := jsonrpc.Peer(ctx).Call(ctx, p.Method, nil, &a)
 		if errors.Is(err, jsonrpc.ErrDuplicateMember) {
 			return a, jsonrpc.NewError(-32001, "duplicate")
 		}
 		return a, err
 	}))
-	client := newPairOpts(t, mux, &jsonrpc.ClientOptions{Handler: mux})
+	client := newPairOpts(t, mux, &jsonrpc.Options{Handler: mux})
 	var a account
 	require.NoError(t, client.Call(t.Context(), "ask", map[string]string{"method": "byCase"}, &a))
 	assert.Equal(t, account{}, a)

@@ -239,7 +239,7 @@ func (lr *lineReader) Close() error {
 func (lr *lineReader) IsClosed() bool { return lr.closed.Load() }
 
 // A lineWriter writes newline-delimited messages, each exactly one line.
-// One that a Server or Client makes for another [Framing] frames each
+// One that a connection makes for another [Framing] frames each
 // message by it instead.
 // It buffers what it is given and writes it out on Flush, or by itself
 // once enough has gathered. At most one Write to the underlying writer is

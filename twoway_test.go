@@ -122,7 +122,7 @@ var twConventions = []twConvention{
 
 // twConnPair joins two Conns with two io.Pipes. Its cleanup closes a,
 // which ends b's input, waits for b to end, and closes b.
-func twConnPair(t *testing.T, aOpts, bOpts *jsonrpc.ConnOptions) (a, b *jsonrpc.Conn) {
+func twConnPair(t *testing.T, aOpts, bOpts *jsonrpc.Options) (a, b *jsonrpc.Conn) {
 	t.Helper()
 	aR, bW := io.Pipe() // b -> a
 	bR, aW := io.Pipe() // a -> b
@@ -141,7 +141,7 @@ func twConnPair(t *testing.T, aOpts, bOpts *jsonrpc.ConnOptions) (a, b *jsonrpc.
 // as they are read. The cleanup ends the server's input, waits for Serve
 // (which closes the client's input when it returns), and closes the
 // client.
-func twServe(t *testing.T, srv *jsonrpc.Server, opts *jsonrpc.ClientOptions, toServer, toClient io.Writer) *jsonrpc.Client {
+func twServe(t *testing.T, srv *jsonrpc.Server, opts *jsonrpc.Options, toServer, toClient io.Writer) *jsonrpc.Conn {
 	t.Helper()
 	reqR, reqW := io.Pipe()   // client -> server
 	respR, respW := io.Pipe() // server -> client
@@ -160,7 +160,7 @@ func twServe(t *testing.T, srv *jsonrpc.Server, opts *jsonrpc.ClientOptions, toS
 		_ = respW.Close()
 		served <- err
 	}()
-	c := jsonrpc.NewClient(cliIn, reqW, opts)
+	c := jsonrpc.NewConn(cliIn, reqW, opts)
 	t.Cleanup(func() {
 		defer cancel()
 		_ = reqW.Close()
@@ -224,7 +224,7 @@ func twSideMux(side string, notes chan<- string) *jsonrpc.Mux {
 		Params json.RawMessage `json:"params"`
 	}) (json.RawMessage, error) {
 		var r json.RawMessage
-		err := jsonrpc.Call(ctx, p.Method, p.Params, &r)
+		err := jsonrpc.Peer(ctx).Call(ctx, p.Method, p.Params, &r)
 		return r, err
 	}))
 	// depth answers its side's name followed by the peer's answer to
@@ -234,7 +234,7 @@ func twSideMux(side string, notes chan<- string) *jsonrpc.Mux {
 			return side, nil
 		}
 		var rest string
-		if err := jsonrpc.Call(ctx, "depth", struct{ N int }{p.N - 1}, &rest); err != nil {
+		if err := jsonrpc.Peer(ctx).Call(ctx, "depth", struct{ N int }{p.N - 1}, &rest); err != nil {
 			return "", err
 		}
 		return side + rest, nil
@@ -258,8 +258,8 @@ func TestTwoWayConnToConn(t *testing.T) {
 	checkLeaks(t)
 	notes := make(chan string, 16)
 	a, b := twConnPair(t,
-		&jsonrpc.ConnOptions{Handler: twSideMux("A", notes)},
-		&jsonrpc.ConnOptions{Handler: twSideMux("B", notes)})
+		&jsonrpc.Options{Handler: twSideMux("A", notes)},
+		&jsonrpc.Options{Handler: twSideMux("B", notes)})
 	ctx := t.Context()
 
 	for _, dir := range []struct {
@@ -407,13 +407,13 @@ func TestTwoWayNoDeadlock(t *testing.T) {
 	}
 	for _, s := range []setup{
 		{"Server and Client", func(t *testing.T, ask, answer jsonrpc.Handler) twCaller {
-			return twServe(t, &jsonrpc.Server{Handler: ask, MaxInFlight: maxInFlight},
-				&jsonrpc.ClientOptions{Handler: answer}, nil, nil)
+			return twServe(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: ask, MaxInFlight: maxInFlight}},
+				&jsonrpc.Options{Handler: answer}, nil, nil)
 		}},
 		{"Conn and Conn", func(t *testing.T, ask, answer jsonrpc.Handler) twCaller {
 			_, b := twConnPair(t,
-				&jsonrpc.ConnOptions{Handler: ask, MaxInFlight: maxInFlight},
-				&jsonrpc.ConnOptions{Handler: answer})
+				&jsonrpc.Options{Handler: ask, MaxInFlight: maxInFlight},
+				&jsonrpc.Options{Handler: answer})
 			return b
 		}},
 	} {
@@ -435,7 +435,7 @@ func TestTwoWayNoDeadlock(t *testing.T) {
 				running.Add(-1)
 				raise(&peakWaiting, waiting.Add(1))
 				var r int
-				err := jsonrpc.Call(ctx, "answer", p, &r)
+				err := jsonrpc.Peer(ctx).Call(ctx, "answer", p, &r)
 				waiting.Add(-1)
 				raise(&peak, running.Add(1))
 				running.Add(-1)
@@ -524,7 +524,7 @@ func TestTwoWayNestedCancel(t *testing.T) {
 			nestedErr := make(chan error, 1)
 			srvMux := new(jsonrpc.Mux)
 			srvMux.HandleFunc("outer", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-				err := jsonrpc.Call(ctx, "slow", nil, nil)
+				err := jsonrpc.Peer(ctx).Call(ctx, "slow", nil, nil)
 				nestedErr <- err
 				return nil, err
 			})
@@ -538,8 +538,8 @@ func TestTwoWayNestedCancel(t *testing.T) {
 				return nil, ctx.Err()
 			})
 			c := twServe(t,
-				&jsonrpc.Server{Handler: srvMux, Cancel: conv.cancel},
-				&jsonrpc.ClientOptions{Handler: cliMux, Cancel: conv.cancel, OnUnknownResponse: func(r *jsonrpc.Response) {
+				&jsonrpc.Server{Options: jsonrpc.Options{Handler: srvMux, Cancellation: conv.cancel}},
+				&jsonrpc.Options{Handler: cliMux, Cancellation: conv.cancel, OnUnknownResponse: func(r *jsonrpc.Response) {
 					select {
 					case late <- r:
 					default: // never block the reader
@@ -596,7 +596,7 @@ type twEndpoint struct {
 
 var twKinds = []twKind{
 	{name: "Server", start: func(t *testing.T, cfg twConfig, r io.ReadCloser, w io.WriteCloser) twEndpoint {
-		srv := &jsonrpc.Server{Handler: cfg.handler, Cancel: cfg.cancel, MaxInFlight: cfg.maxInFlight}
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: cfg.handler, Cancellation: cfg.cancel, MaxInFlight: cfg.maxInFlight}}
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() {
@@ -617,8 +617,8 @@ var twKinds = []twKind{
 		}}
 	}},
 	{name: "Client", quiet: true, start: func(t *testing.T, cfg twConfig, r io.ReadCloser, w io.WriteCloser) twEndpoint {
-		c := jsonrpc.NewClient(r, w, &jsonrpc.ClientOptions{
-			Handler: cfg.handler, Cancel: cfg.cancel, MaxInFlight: cfg.maxInFlight,
+		c := jsonrpc.NewConn(r, w, &jsonrpc.Options{
+			Handler: cfg.handler, Cancellation: cfg.cancel, MaxInFlight: cfg.maxInFlight,
 			OnUnknownResponse: cfg.onUnknown,
 		})
 		return twEndpoint{caller: c, stop: func() error {
@@ -627,8 +627,8 @@ var twKinds = []twKind{
 		}}
 	}},
 	{name: "Conn", start: func(t *testing.T, cfg twConfig, r io.ReadCloser, w io.WriteCloser) twEndpoint {
-		c := jsonrpc.NewConn(r, w, &jsonrpc.ConnOptions{
-			Handler: cfg.handler, Cancel: cfg.cancel, MaxInFlight: cfg.maxInFlight,
+		c := jsonrpc.NewConn(r, w, &jsonrpc.Options{
+			Handler: cfg.handler, Cancellation: cfg.cancel, MaxInFlight: cfg.maxInFlight,
 			OnUnknownResponse: cfg.onUnknown,
 		})
 		return twEndpoint{caller: c, stop: func() error {
@@ -881,7 +881,7 @@ func TestTwoWayCancelConventions(t *testing.T) {
 					saw.Add(1)
 					return nil, ctx.Err()
 				})
-				srv := &jsonrpc.Server{Handler: h, Cancel: conv.cancel}
+				srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: h, Cancellation: conv.cancel}}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				var out bytes.Buffer
@@ -962,7 +962,7 @@ func TestTwoWayRequestFromContext(t *testing.T) {
 		return r.Method + " " + r.ID.String() + " " + string(r.Params), nil
 	}))
 
-	lines := serveString(t, &jsonrpc.Server{Handler: mux, MaxInFlight: 1},
+	lines := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 1}},
 		req("1", "who", `{"x":1}`)+"\n"+
 			req(`"s"`, "who", `{"x":2}`)+"\n"+
 			req("", "who", `{"x":3}`)+"\n"+
@@ -989,7 +989,7 @@ func TestTwoWayRequestFromContext(t *testing.T) {
 		}
 		return r.Method + " " + r.ID.String(), nil
 	}))
-	_, b := twConnPair(t, &jsonrpc.ConnOptions{Handler: connMux}, nil)
+	_, b := twConnPair(t, &jsonrpc.Options{Handler: connMux}, nil)
 	for range 2 {
 		var s string
 		require.NoError(t, b.Call(t.Context(), "who", nil, &s))
@@ -1038,7 +1038,7 @@ func TestTwoWayMuxUse(t *testing.T) {
 	mux.Handle("after", handler("after"))
 	assert.Panics(t, func() { mux.Use(nil) }, "Use(nil)")
 
-	lines := serveString(t, &jsonrpc.Server{Handler: mux, MaxInFlight: 1},
+	lines := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxInFlight: 1}},
 		req("1", "before", "")+"\n"+req("2", "missing", "")+"\n"+req("3", "after", "")+"\n")
 	require.Len(t, lines, 3)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"before"}`, lines[0])
@@ -1067,8 +1067,8 @@ func TestTwoWayHeaderFraming(t *testing.T) {
 	srvMux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) { return req.Params, nil })
 	var toServer, toClient lockedBuffer
 	c := twServe(t,
-		&jsonrpc.Server{Handler: srvMux, Framing: jsonrpc.HeaderFraming{}},
-		&jsonrpc.ClientOptions{Handler: twSideMux("C", notes), Framing: jsonrpc.HeaderFraming{}},
+		&jsonrpc.Server{Options: jsonrpc.Options{Handler: srvMux, Framing: jsonrpc.HeaderFraming{}}},
+		&jsonrpc.Options{Handler: twSideMux("C", notes), Framing: jsonrpc.HeaderFraming{}},
 		&toServer, &toClient)
 	ctx := t.Context()
 
@@ -1135,7 +1135,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 	start := func(t *testing.T, h jsonrpc.Handler) *rig {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
-		c := jsonrpc.NewConn(inR, outW, &jsonrpc.ConnOptions{Handler: h, CancelGrace: grace})
+		c := jsonrpc.NewConn(inR, outW, &jsonrpc.Options{Handler: h, StopGrace: grace})
 		t.Cleanup(func() {
 			_ = c.Close()
 			_ = inW.Close()
@@ -1156,7 +1156,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 		}
 	}
 
-	t.Run("EOF, handler finishes within CancelGrace", func(t *testing.T) {
+	t.Run("EOF, handler finishes within StopGrace", func(t *testing.T) {
 		checkLeaks(t)
 		synctest.Test(t, func(t *testing.T) {
 			started := make(chan struct{})
@@ -1175,7 +1175,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 			assert.False(t, ended(r.c), "the Conn ended while a handler was in flight")
 			time.Sleep(grace / 2) // the bubble's clock
 			close(release)
-			assert.NoError(t, <-errAtReturn, "the handler's context ended within CancelGrace")
+			assert.NoError(t, <-errAtReturn, "the handler's context ended within StopGrace")
 			assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"finished"}`, <-r.lines)
 			assert.NoError(t, r.c.Wait())
 			_, more := <-r.lines
@@ -1204,8 +1204,8 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 			err := r.c.Wait()
 			waited := time.Since(eof)
 			t.Logf("Wait returned %v after %v; the handler's context ended after %v", err, waited, <-cancelledAfter)
-			assert.GreaterOrEqual(t, waited, 2*grace, "Wait returned before twice CancelGrace")
-			assert.Less(t, waited, 3*grace, "Wait returned after more than twice CancelGrace")
+			assert.GreaterOrEqual(t, waited, 2*grace, "Wait returned before twice StopGrace")
+			assert.Less(t, waited, 3*grace, "Wait returned after more than twice StopGrace")
 			if err != nil {
 				assert.ErrorIs(t, err, io.EOF, "Wait after the end of the input")
 			}
@@ -1284,7 +1284,7 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			nested := make(chan error, 1)
 			r := start(t, jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-				err := jsonrpc.Call(ctx, "never", nil, nil)
+				err := jsonrpc.Peer(ctx).Call(ctx, "never", nil, nil)
 				nested <- err
 				return nil, err
 			}))
@@ -1324,7 +1324,7 @@ func TestTwoWayClientHandlerCallsBack(t *testing.T) {
 	srvMux := new(jsonrpc.Mux)
 	srvMux.Handle("outer", jsonrpc.Func(func(ctx context.Context, p [1]int) (string, error) {
 		var s string
-		err := jsonrpc.Call(ctx, "middle", p, &s)
+		err := jsonrpc.Peer(ctx).Call(ctx, "middle", p, &s)
 		return "outer(" + s + ")", err
 	}))
 	srvMux.Handle("inner", jsonrpc.Func(func(_ context.Context, p [1]int) (string, error) {
@@ -1333,14 +1333,14 @@ func TestTwoWayClientHandlerCallsBack(t *testing.T) {
 	cliMux := new(jsonrpc.Mux)
 	cliMux.Handle("middle", jsonrpc.Func(func(ctx context.Context, p [1]int) (string, error) {
 		var s string
-		err := jsonrpc.Call(ctx, "inner", p, &s)
+		err := jsonrpc.Peer(ctx).Call(ctx, "inner", p, &s)
 		return "middle(" + s + ")", err
 	}))
 	// The client's one slot is held by a handler waiting on the server
 	// each time; the server needs one slot more than the outer calls in
 	// flight, which the default MaxInFlight leaves.
-	c := twServe(t, &jsonrpc.Server{Handler: srvMux},
-		&jsonrpc.ClientOptions{Handler: cliMux, MaxInFlight: 1}, nil, nil)
+	c := twServe(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: srvMux}},
+		&jsonrpc.Options{Handler: cliMux, MaxInFlight: 1}, nil, nil)
 
 	var s string
 	require.NoError(t, c.Call(t.Context(), "outer", [1]int{0}, &s))
@@ -1440,8 +1440,8 @@ func TestTwoWayNoDeadlockOverBudget(t *testing.T) {
 		}{
 			{"Conn and Conn", func(t *testing.T, ask, answer jsonrpc.Handler) twCaller {
 				ab, ba := newTwBufPipe(), newTwBufPipe()
-				a := jsonrpc.NewConn(ba, ab, &jsonrpc.ConnOptions{Handler: ask, MaxInFlight: maxInFlight, MaxPendingBytes: budget.bytes})
-				b := jsonrpc.NewConn(ab, ba, &jsonrpc.ConnOptions{Handler: answer})
+				a := jsonrpc.NewConn(ba, ab, &jsonrpc.Options{Handler: ask, MaxInFlight: maxInFlight, MaxPendingBytes: budget.bytes})
+				b := jsonrpc.NewConn(ab, ba, &jsonrpc.Options{Handler: answer})
 				t.Cleanup(func() {
 					assert.NoError(t, a.Close())
 					assert.NoError(t, b.Close())
@@ -1450,10 +1450,10 @@ func TestTwoWayNoDeadlockOverBudget(t *testing.T) {
 			}},
 			{"Server and Client", func(t *testing.T, ask, answer jsonrpc.Handler) twCaller {
 				cs, sc := newTwBufPipe(), newTwBufPipe()
-				srv := &jsonrpc.Server{Handler: ask, MaxInFlight: maxInFlight, MaxPendingBytes: budget.bytes}
+				srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: ask, MaxInFlight: maxInFlight, MaxPendingBytes: budget.bytes}}
 				errc := make(chan error, 1)
 				go func() { errc <- srv.Serve(context.Background(), cs, sc) }() // t.Context ends before the cleanup
-				c := jsonrpc.NewClient(sc, cs, &jsonrpc.ClientOptions{Handler: answer})
+				c := jsonrpc.NewConn(sc, cs, &jsonrpc.Options{Handler: answer})
 				t.Cleanup(func() {
 					assert.NoError(t, srv.Close())
 					assert.ErrorIs(t, <-errc, jsonrpc.ErrServerClosed)
@@ -1467,7 +1467,7 @@ func TestTwoWayNoDeadlockOverBudget(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					ask := jsonrpc.Func(func(ctx context.Context, p [1]int) (int, error) {
 						var r int
-						err := jsonrpc.Call(ctx, "answer", p, &r)
+						err := jsonrpc.Peer(ctx).Call(ctx, "answer", p, &r)
 						return r, err
 					})
 					answer := jsonrpc.Func(func(_ context.Context, p [1]int) (int, error) { return 2 * p[0], nil })
@@ -1609,7 +1609,7 @@ func TestTwoWayCrossCalls(t *testing.T) {
 			<-gate
 			return "ok", nil
 		})
-		a, b := twConnPair(t, &jsonrpc.ConnOptions{Handler: h}, &jsonrpc.ConnOptions{Handler: h})
+		a, b := twConnPair(t, &jsonrpc.Options{Handler: h}, &jsonrpc.Options{Handler: h})
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		errs := make(chan error, 2)

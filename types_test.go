@@ -33,7 +33,7 @@ var exactIDs = []struct{ name, text string }{
 func TestIDRoundTripThroughServe(t *testing.T) {
 	for _, tc := range exactIDs {
 		t.Run(tc.name, func(t *testing.T) {
-			got := serveString(t, &jsonrpc.Server{Handler: specMux()},
+			got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}},
 				`{"jsonrpc":"2.0","id": `+tc.text+` ,"method":"echo","params":[1]}`+"\n"+
 					`{"jsonrpc":"2.0","id":`+tc.text+`,"method":"nope"}`+"\n")
 			require.Len(t, got, 2)
@@ -181,7 +181,7 @@ func TestRequestNotificationVersusNullID(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"m","id":null}`, string(b))
 
-	got := serveString(t, &jsonrpc.Server{Handler: specMux()},
+	got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}},
 		`{"jsonrpc":"2.0","method":"echo","params":[1]}`+"\n"+`{"jsonrpc":"2.0","method":"echo","params":[2],"id":null}`+"\n")
 	require.Len(t, got, 1)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":null,"result":[2]}`, got[0])
@@ -349,7 +349,7 @@ func TestServeInvalidRequestID(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := serveString(t, &jsonrpc.Server{Handler: specMux()}, tc.in+"\n"+"["+tc.in+"]\n")
+			got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: specMux()}}, tc.in+"\n"+"["+tc.in+"]\n")
 			require.Len(t, got, 2)
 			assert.JSONEq(t, `{"jsonrpc":"2.0","id":`+tc.id+`,"error":{"code":-32600,"message":"Invalid Request"}}`, got[0])
 			assert.JSONEq(t, `[{"jsonrpc":"2.0","id":`+tc.id+`,"error":{"code":-32600,"message":"Invalid Request"}}]`, got[1], "inside a batch")

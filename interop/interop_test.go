@@ -178,13 +178,13 @@ func jrpc2Methods(notes chan<- string) handler.Map {
 // newJRPC2Server starts a jrpc2 server with newline framing and returns
 // our client connected to it by two io.Pipe pairs. A cleanup closes the
 // client, which ends the server's input, and waits for the server.
-func newJRPC2Server(t *testing.T, methods handler.Map, opts *jsonrpc.ClientOptions) *jsonrpc.Client {
+func newJRPC2Server(t *testing.T, methods handler.Map, opts *jsonrpc.Options) *jsonrpc.Conn {
 	t.Helper()
 	reqR, reqW := io.Pipe()   // client -> server
 	respR, respW := io.Pipe() // server -> client
 	srv := jrpc2.NewServer(methods, &jrpc2.ServerOptions{AllowPush: true, Concurrency: 16})
 	srv.Start(channel.Line(reqR, respW))
-	c := jsonrpc.NewClient(respR, reqW, opts)
+	c := jsonrpc.NewConn(respR, reqW, opts)
 	t.Cleanup(func() {
 		assert.NoError(t, c.Close())
 		assert.NoError(t, srv.Wait())
@@ -199,7 +199,7 @@ func TestClientWithJRPC2Server(t *testing.T) {
 	notes := make(chan string, 16)
 	var log noteLog
 	unknown := make(chan *jsonrpc.Response, 16)
-	c := newJRPC2Server(t, jrpc2Methods(notes), &jsonrpc.ClientOptions{
+	c := newJRPC2Server(t, jrpc2Methods(notes), &jsonrpc.Options{
 		OnNotify:          func(req *jsonrpc.Request) { log.add(req.Method, string(req.Params)) },
 		OnUnknownResponse: func(r *jsonrpc.Response) { unknown <- r },
 		Handler: jsonrpc.HandlerFunc(func(_ context.Context, req *jsonrpc.Request) (any, error) {
@@ -380,7 +380,7 @@ func ourMethods(notes chan<- string, sawCancel chan<- error) *jsonrpc.Mux {
 		Count int `json:"count"`
 	}) (string, error) {
 		for i := 1; i <= p.Count; i++ {
-			if err := jsonrpc.Notify(ctx, "progress", map[string]int{"done": i}); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"done": i}); err != nil {
 				return "", err
 			}
 		}
@@ -542,7 +542,7 @@ func TestJRPC2ClientWithOurServer(t *testing.T) {
 		sort.Strings(got)
 		want := make([]string, 3)
 		for i := range want {
-			want[i] = fmt.Sprintf(`%s {"id":%s,"item":{"index":%d}}`, jsonrpc.StreamMethod, rsp.ID(), i)
+			want[i] = fmt.Sprintf(`%s {"id":%s,"item":{"index":%d}}`, jsonrpc.StreamItemMethod, rsp.ID(), i)
 		}
 		assert.Equal(t, want, got)
 	})
@@ -634,7 +634,7 @@ func TestDemo(t *testing.T) {
 	checkLeaks(t)
 	var log noteLog
 	unknown := make(chan *jsonrpc.Response, 16)
-	p, err := jsonrpc.StartProcess(t.Context(), exec.Command(demoPath(t)), &jsonrpc.ClientOptions{
+	p, err := jsonrpc.StartProcess(t.Context(), exec.Command(demoPath(t)), &jsonrpc.Options{
 		OnNotify:          func(req *jsonrpc.Request) { log.add(req.Method, string(req.Params)) },
 		OnUnknownResponse: func(r *jsonrpc.Response) { unknown <- r },
 	})

@@ -80,13 +80,15 @@ func main() {
 		mux.HandleFunc("backend", func(context.Context, *jsonrpc.Request) (any, error) { return backend, nil })
 	}
 	srv := &jsonrpc.Server{
-		Handler: mux,
-		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Options: jsonrpc.Options{
+			Handler: mux,
+			Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		},
 	}
 	if *listen == "" && *httpAddr == "" {
 		// The requests still running at the end of the input finish, as
 		// their methods say, unless they take over a minute.
-		srv.CancelGrace = time.Minute
+		srv.StopGrace = time.Minute
 		if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
 			os.Exit(1)
@@ -271,21 +273,43 @@ func number(raw json.RawMessage) (float64, error) {
 
 func null(context.Context, *jsonrpc.Request) (any, error) { return nil, nil }
 
+type (
+	progressParams struct {
+		Count int `json:"count"`
+	}
+	countParams struct {
+		N int `json:"n"`
+	}
+	sleepParams struct {
+		MS int `json:"ms"`
+	}
+)
+
+// The demo's typed methods: each names a method with its params and
+// result, for the handler registered here and for any Go caller.
+var (
+	subtractMethod = jsonrpc.NewMethod[subtractParams, float64]("subtract")
+	sumMethod      = jsonrpc.NewMethod[[]float64, float64]("sum")
+	progressMethod = jsonrpc.NewMethod[progressParams, string]("progress")
+	countMethod    = jsonrpc.NewStreamMethod[countParams, map[string]int]("count")
+	sleepMethod    = jsonrpc.NewMethod[sleepParams, string]("sleep")
+)
+
 func newMux() *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
-	mux.Handle("subtract", jsonrpc.Func(func(_ context.Context, p subtractParams) (float64, error) {
+	subtractMethod.Register(mux, func(_ context.Context, p subtractParams) (float64, error) {
 		if !p.set {
 			return 0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: want [minuend, subtrahend] or {\"minuend\": a, \"subtrahend\": b}")
 		}
 		return p.Minuend - p.Subtrahend, nil
-	}))
-	mux.Handle("sum", jsonrpc.Func(func(_ context.Context, nums []float64) (float64, error) {
+	})
+	sumMethod.Register(mux, func(_ context.Context, nums []float64) (float64, error) {
 		var s float64
 		for _, n := range nums {
 			s += n
 		}
 		return s, nil
-	}))
+	})
 	mux.HandleFunc("get_data", func(context.Context, *jsonrpc.Request) (any, error) {
 		return []any{"hello", 5}, nil
 	})
@@ -295,20 +319,16 @@ func newMux() *jsonrpc.Mux {
 	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 		return req.Params, nil // as a RawHandlerFunc, not boxed in an interface
 	}))
-	mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p struct {
-		Count int `json:"count"`
-	}) (string, error) {
+	progressMethod.Register(mux, func(ctx context.Context, p progressParams) (string, error) {
 		for i := 1; i <= p.Count; i++ {
-			err := jsonrpc.Notify(ctx, "progress", map[string]int{"done": i, "total": p.Count})
+			err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"done": i, "total": p.Count})
 			if err != nil {
 				return "", err
 			}
 		}
 		return "done", nil
-	}))
-	mux.Handle("count", jsonrpc.Stream(func(ctx context.Context, p struct {
-		N int `json:"n"`
-	}) iter.Seq2[map[string]int, error] {
+	})
+	countMethod.Register(mux, func(ctx context.Context, p countParams) iter.Seq2[map[string]int, error] {
 		return func(yield func(map[string]int, error) bool) {
 			for i := range p.N {
 				if !yield(map[string]int{"index": i}, nil) {
@@ -316,7 +336,7 @@ func newMux() *jsonrpc.Mux {
 				}
 			}
 		}
-	}))
+	})
 	mux.HandleFunc("fail", func(context.Context, *jsonrpc.Request) (any, error) {
 		return nil, jsonrpc.NewError(-32001, "custom failure").WithData(map[string]string{"reason": "demo"})
 	})
@@ -326,9 +346,7 @@ func newMux() *jsonrpc.Mux {
 	mux.HandleFunc("panic", func(context.Context, *jsonrpc.Request) (any, error) {
 		panic("demo panic")
 	})
-	mux.Handle("sleep", jsonrpc.Func(func(ctx context.Context, p struct {
-		MS int `json:"ms"`
-	}) (string, error) {
+	sleepMethod.Register(mux, func(ctx context.Context, p sleepParams) (string, error) {
 		t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
 		defer t.Stop()
 		select {
@@ -337,6 +355,6 @@ func newMux() *jsonrpc.Mux {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
-	}))
+	})
 	return mux
 }

@@ -161,7 +161,7 @@ func (s *server) hover(ctx context.Context, p hoverParams) (any, error) {
 	if s.configuration.Load() {
 		var cfg []settings // one per item asked for
 		items := []map[string]string{{"scopeUri": p.TextDocument.URI, "section": "example"}}
-		err := jsonrpc.Call(ctx, "workspace/configuration", map[string]any{"items": items}, &cfg)
+		err := jsonrpc.Peer(ctx).Call(ctx, "workspace/configuration", map[string]any{"items": items}, &cfg)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err() // the hover was cancelled, and so was the call
@@ -197,7 +197,7 @@ func (s *server) executeCommand(ctx context.Context, p commandParams) (int, erro
 		if p.WorkDoneToken == nil {
 			return nil
 		}
-		return jsonrpc.Notify(ctx, "$/progress", map[string]any{"token": p.WorkDoneToken, "value": value})
+		return jsonrpc.Peer(ctx).Notify(ctx, "$/progress", map[string]any{"token": p.WorkDoneToken, "value": value})
 	}
 	if err := progress(map[string]any{"kind": "begin", "title": "Counting", "cancellable": true}); err != nil {
 		return 0, err
@@ -248,7 +248,7 @@ func main() {
 		return nil, nil
 	})
 
-	srv := &jsonrpc.Server{Handler: s.gate(mux), Logger: logger, Framing: jsonrpc.HeaderFraming{}}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: s.gate(mux), Logger: logger, Framing: jsonrpc.HeaderFraming{}}}
 	if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
 		logger.Error("serve", "err", err) // not stopped by exit
 		os.Exit(1)

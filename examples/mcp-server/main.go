@@ -188,7 +188,7 @@ func count(ctx context.Context, p callParams) (string, error) {
 		}
 		if p.Meta.ProgressToken != nil {
 			progress := map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i, "total": args.N}
-			if err := jsonrpc.Notify(ctx, "notifications/progress", progress); err != nil {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "notifications/progress", progress); err != nil {
 				return "", err
 			}
 		}
@@ -209,7 +209,7 @@ func roots(ctx context.Context, p callParams) (string, error) {
 			Name string `json:"name"`
 		} `json:"roots"`
 	}
-	if err := jsonrpc.Call(ctx, "roots/list", nil, &list); err != nil {
+	if err := jsonrpc.Peer(ctx).Call(ctx, "roots/list", nil, &list); err != nil {
 		return "", fmt.Errorf("roots/list: %w", err)
 	}
 	var b strings.Builder
@@ -231,20 +231,17 @@ func main() {
 	mux.Handle("tools/call", jsonrpc.Func(callTool))
 
 	srv := &jsonrpc.Server{
-		Handler: mux,
-		Logger:  logger,
-		Cancel:  jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true},
-		// Cancels that come before their request started, or after it
-		// was answered, are logged too.
-		OnCancel: func(ce *jsonrpc.CancelError, running, queued int) {
-			if running == 0 {
-				logger.Info("cancel", "id", ce.ID.String(), "reason", ce.Reason(), "queued", queued)
-			}
+		Options: jsonrpc.Options{
+			Handler:      mux,
+			Logger:       logger,
+			Cancellation: jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true},
+			OnCancel: func(ce *jsonrpc.CancelError, running, queued int) {
+				if running == 0 {
+					logger.Info("cancel", "id", ce.ID.String(), "reason", ce.Reason(), "queued", queued)
+				}
+			},
+			StopGrace: 300 * time.Millisecond,
 		},
-		// When the client closes our input, a tool still running gets
-		// 300 ms to finish, then is cancelled: MCP clients send SIGTERM
-		// a few seconds after they close a server's input.
-		CancelGrace: 300 * time.Millisecond,
 	}
 	var err error
 	if *httpAddr != "" {

@@ -138,7 +138,7 @@ func newMux(logger *slog.Logger) *jsonrpc.Mux {
 	})
 	mux.Handle("hello", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
 		var name string
-		if err := jsonrpc.Call(ctx, "whoami", nil, &name); err != nil {
+		if err := jsonrpc.Peer(ctx).Call(ctx, "whoami", nil, &name); err != nil {
 			return "", fmt.Errorf("asking the caller who it is: %w", err)
 		}
 		return "hello, " + name, nil
@@ -181,10 +181,12 @@ func newMux(logger *slog.Logger) *jsonrpc.Mux {
 // newRPCServer returns the server that serves every WebSocket connection.
 func newRPCServer(logger *slog.Logger) *jsonrpc.Server {
 	return &jsonrpc.Server{
-		Handler:         newMux(logger),
-		Logger:          logger,
-		MaxMessageSize:  maxMessageSize,
-		HideErrorDetail: true, // the page's users need not see Go's error texts
+		Options: jsonrpc.Options{
+			Handler:         newMux(logger),
+			Logger:          logger,
+			MaxMessageSize:  maxMessageSize,
+			HideErrorDetail: true,
+		},
 	}
 }
 

@@ -64,16 +64,16 @@ func (s *server) dial(t *testing.T) *websocket.Conn {
 	return c
 }
 
-// client connects a jsonrpc.Client to s over the same adapter as the
+// client connects a jsonrpc.Conn to s over the same adapter as the
 // server uses, answering the server's "whoami" with name.
-func (s *server) client(t *testing.T, whoami jsonrpc.Handler) *jsonrpc.Client {
+func (s *server) client(t *testing.T, whoami jsonrpc.Handler) *jsonrpc.Conn {
 	t.Helper()
 	st := newStream(context.Background(), s.dial(t))
 	mux := new(jsonrpc.Mux)
 	if whoami != nil {
 		mux.Handle("whoami", whoami)
 	}
-	client := jsonrpc.NewClient(st, st, &jsonrpc.ClientOptions{Handler: mux})
+	client := jsonrpc.NewConn(st, st, &jsonrpc.Options{Handler: mux})
 	t.Cleanup(func() { client.Close() })
 	return client
 }
@@ -155,7 +155,7 @@ func TestCalls(t *testing.T) {
 // and the server may start the requests read after it before it runs (a
 // handler that takes over a millisecond lets reading go on), so its
 // effect can only be waited for.
-func notesSoon(ctx context.Context, t *testing.T, client *jsonrpc.Client, n int) []string {
+func notesSoon(ctx context.Context, t *testing.T, client *jsonrpc.Conn, n int) []string {
 	t.Helper()
 	for {
 		var notes []string
@@ -355,12 +355,16 @@ func TestPeerGoneEndsHandlers(t *testing.T) {
 	opt := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 	started, ended := make(chan struct{}), make(chan struct{})
-	rpc := &jsonrpc.Server{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
-		close(started)
-		<-ctx.Done()
-		close(ended)
-		return nil, ctx.Err()
-	})}
+	rpc := &jsonrpc.Server{
+		Options: jsonrpc.Options{
+			Handler: jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+				close(started)
+				<-ctx.Done()
+				close(ended)
+				return nil, ctx.Err()
+			}),
+		},
+	}
 	hs := httptest.NewServer(newHandler(rpc, slog.New(slog.DiscardHandler)))
 	t.Cleanup(hs.Close)
 	s := &server{rpc: rpc, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/rpc", hs: hs}

@@ -286,7 +286,7 @@ func (c *httpCaller) close() {}
 // backend at its other end.
 type tcpCaller struct {
 	cfg     *config
-	c       *jsonrpc.Client
+	c       *jsonrpc.Conn
 	backend string
 	dials   int // connections made, the first one included
 	failed  int // dials or "backend" calls that failed

@@ -12,7 +12,7 @@ import (
 // NewServer returns a server of the benchmark's methods, for
 // Server.ServeHTTP and Server.ServeListener.
 func NewServer() *jsonrpc.Server {
-	return &jsonrpc.Server{Handler: mux}
+	return &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 }
 
 // HTTPClient is this library's client over HTTP.

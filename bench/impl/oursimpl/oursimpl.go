@@ -41,7 +41,7 @@ func newMux(subtract jsonrpc.Handler) *jsonrpc.Mux {
 // Serve answers the requests read from r, writing the responses to w, and
 // returns once r is exhausted and every response has been written.
 func Serve(ctx context.Context, r io.Reader, w io.WriteCloser) error {
-	srv := &jsonrpc.Server{Handler: mux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	return srv.Serve(ctx, r, w)
 }
 
@@ -137,17 +137,17 @@ var handMux = newMux(jsonrpc.Func(subtractHand))
 // ServeHand is Serve with subtract's params decoded by HandParams'
 // UnmarshalJSON, the in-process twin of cmd/jsonrpc-demo's subtract.
 func ServeHand(ctx context.Context, r io.Reader, w io.WriteCloser) error {
-	srv := &jsonrpc.Server{Handler: handMux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: handMux}}
 	return srv.Serve(ctx, r, w)
 }
 
 // Client is a client of this repository's library.
-type Client struct{ c *jsonrpc.Client }
+type Client struct{ c *jsonrpc.Conn }
 
 // NewClient returns a client writing requests to w and reading responses
 // from r.
 func NewClient(r io.Reader, w io.WriteCloser) *Client {
-	return &Client{c: jsonrpc.NewClient(r, w, nil)}
+	return &Client{c: jsonrpc.NewConn(r, w, nil)}
 }
 
 // Subtract calls subtract(a, b).

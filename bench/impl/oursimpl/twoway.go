@@ -14,7 +14,7 @@ import (
 // from inner's result.
 func outer(ctx context.Context, p suite.TwoWayParams) (int, error) {
 	var r int
-	if err := jsonrpc.Call(ctx, suite.TwoWayInner, p, &r); err != nil {
+	if err := jsonrpc.Peer(ctx).Call(ctx, suite.TwoWayInner, p, &r); err != nil {
 		return 0, err
 	}
 	return suite.TwoWayOuterResult(r), nil
@@ -41,17 +41,17 @@ var innerMux = func() *jsonrpc.Mux {
 // handler calls the peer. It returns once r is exhausted and every
 // response has been written.
 func ServeTwoWay(ctx context.Context, r io.Reader, w io.WriteCloser) error {
-	srv := &jsonrpc.Server{Handler: outerMux}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: outerMux}}
 	return srv.Serve(ctx, r, w)
 }
 
 // TwoWayClient is side A of the two-way workload: a Client whose
 // ClientOptions.Handler answers inner.
-type TwoWayClient struct{ c *jsonrpc.Client }
+type TwoWayClient struct{ c *jsonrpc.Conn }
 
 // NewTwoWayClient returns side A, writing to w and reading from r.
 func NewTwoWayClient(r io.Reader, w io.WriteCloser) *TwoWayClient {
-	return &TwoWayClient{c: jsonrpc.NewClient(r, w, &jsonrpc.ClientOptions{Handler: innerMux})}
+	return &TwoWayClient{c: jsonrpc.NewConn(r, w, &jsonrpc.Options{Handler: innerMux})}
 }
 
 // Outer calls outer(a, b).

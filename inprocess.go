@@ -1,0 +1,174 @@
+package jsonrpc
+
+// This file holds InProcess, a Caller that calls a Handler without a
+// connection.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+)
+
+// An InProcess calls a Handler in the same process, as a peer would call
+// it over a connection: params are encoded to JSON and decoded by the
+// handler as a server decodes them, and the result is encoded and then
+// decoded into the caller's result by the rules of [Conn.Call]; an error
+// the handler returns, or a panic, becomes the *Error a peer would get.
+// So a test can call a Mux through the same [Caller] as production code
+// calls a server, with no goroutine and no connection.
+//
+// Each call runs the handler on the caller's goroutine, with a context
+// derived from the caller's. A handler's [Peer] has no peer to call (its
+// Call, Batch and Stream fail with [ErrNoConnection]); its notifications go
+// to OnNotify. The zero InProcess answers every call "Method not found".
+// An InProcess is safe for concurrent use when its Handler is.
+type InProcess struct {
+	// Handler answers the calls; nil answers each with
+	// [ErrMethodNotFound].
+	Handler Handler
+
+	// OnNotify, if set, is called with each notification a handler sends
+	// through [Peer], on the handler's goroutine, before the call returns;
+	// req and its Params are valid only during the call.
+	OnNotify func(req *Request)
+
+	ids idSource
+}
+
+// Call calls method with params and decodes the result into result, as
+// [Conn.Call] does.
+func (p *InProcess) Call(ctx context.Context, method string, params, result any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	req := &Request{ID: p.ids.Next(), Method: method, Params: raw}
+	res, err := p.serve(ctx, req, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // as a connection's Call does
+		}
+		return err
+	}
+	return decodeResult(res, result)
+}
+
+// Notify calls method with params as a notification: the handler runs,
+// and whatever it returns is dropped. Notify returns an error only when
+// params cannot be encoded.
+func (p *InProcess) Notify(ctx context.Context, method string, params any) error {
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	_, _ = p.serve(ctx, &Request{Method: method, Params: raw}, nil)
+	return nil
+}
+
+// Batch makes each call in turn, as Call and Notify do, and sets its Err.
+// It returns ctx.Err() if ctx ends before every call is made.
+func (p *InProcess) Batch(ctx context.Context, calls ...*BatchCall) error {
+	for _, bc := range calls {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if bc.Notify {
+			bc.Err = p.Notify(ctx, bc.Method, bc.Params)
+		} else {
+			bc.Err = p.Call(ctx, bc.Method, bc.Params, bc.Result)
+		}
+	}
+	return nil
+}
+
+// Stream calls a streaming method (see [Stream]) and yields its items as
+// the handler produces them, each encoded as JSON; if the handler fails,
+// the last pair carries its error, as [Conn.Stream]'s does. A handler
+// that is not a stream yields nothing, or only its error.
+//
+// The sequence is single-use. Stopping the range early cancels the
+// handler's context.
+func (p *InProcess) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		raw, err := encodeParams(params)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		ls := &localSender{yield: yield}
+		if _, err := p.serve(ctx, &Request{ID: p.ids.Next(), Method: method, Params: raw}, ls); err != nil && !ls.stopped {
+			yield(nil, err)
+		}
+	}
+}
+
+// serve runs the handler on req and returns its result encoded as JSON,
+// or the error a peer would be answered with. ls, if not nil, takes the
+// stream items.
+func (p *InProcess) serve(ctx context.Context, req *Request, ls *localSender) (res []byte, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if ls == nil {
+		ls = new(localSender)
+	}
+	ls.cancel, ls.onNotify = cancel, p.OnNotify
+	h := p.Handler
+	if h == nil {
+		h = (*Mux)(nil)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, internalError("panic", fmt.Sprint(v), false)
+		}
+	}()
+	v, err := h.ServeJSONRPC(context.WithValue(ctx, senderKey{}, sender(ls)), req)
+	if err != nil {
+		return nil, toWireError(err, ctx.Err() != nil, false)
+	}
+	res, err = encodeValue(v)
+	if err != nil {
+		return nil, internalError(fmt.Sprintf("%T", err), err.Error(), false)
+	}
+	return res, nil
+}
+
+// localSender delivers what a handler called in process sends: its
+// notifications to onNotify, and its stream items to yield.
+type localSender struct {
+	yield    func(json.RawMessage, error) bool
+	cancel   context.CancelFunc
+	onNotify func(*Request)
+	stopped  bool
+}
+
+func (ls *localSender) notify(method string, params any) error {
+	if ls.onNotify == nil {
+		return nil
+	}
+	raw, err := encodeParams(params)
+	if err != nil {
+		return err
+	}
+	ls.onNotify(&Request{Method: method, Params: raw})
+	return nil
+}
+
+func (ls *localSender) emit(item any) error {
+	if ls.yield == nil {
+		return nil
+	}
+	if ls.stopped {
+		return context.Canceled
+	}
+	raw, err := encodeValue(item)
+	if err != nil {
+		return err
+	}
+	if !ls.yield(json.RawMessage(raw), nil) {
+		ls.stopped = true
+		ls.cancel()
+		return context.Canceled
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package jsonrpc
+
+// This file holds Options, the settings of every connection, and their
+// defaults, turned into the engine's config in one place.
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults for the settings of [Options] left zero.
+const (
+	// DefaultMaxInFlight is the number of handlers that may run at once on
+	// one connection.
+	DefaultMaxInFlight = 64
+	// DefaultMaxBatch is the largest batch read.
+	DefaultMaxBatch = 10000
+	// DefaultStopGrace is how long a connection that is told to stop, or
+	// whose input has ended, waits for its handlers to return.
+	DefaultStopGrace = 5 * time.Second
+	// DefaultMaxPendingBytes is the byte budget of a connection for
+	// requests read but not yet answered (see [Options.MaxPendingBytes]).
+	DefaultMaxPendingBytes = 32 << 20
+	// DefaultMaxStreamBuffer is the byte bound of a stream's buffer of
+	// items (see [Options.MaxStreamBuffer]).
+	DefaultMaxStreamBuffer = 16 << 20
+)
+
+// Options configures a connection: a [Conn] made by [NewConn], [Dial] or
+// [StartProcess], and each connection a [Server] serves, which embeds
+// them. A nil *Options is valid, and every zero field means its default,
+// so that the zero Options serves and calls by the specification:
+// every request answered "Method not found", notifications handled in
+// arrival order, LSP's cancel notification sent and accepted.
+//
+// Options must not change once a connection uses them. One Options value
+// may configure many connections.
+type Options struct {
+	// Handler answers the peer's requests and notifications; nil answers
+	// every request with [ErrMethodNotFound]. Handlers run concurrently
+	// (see MaxInFlight and Order), each with a context that ends when it
+	// returns, when the peer cancels its request, and when the connection
+	// stops; a handler calls the peer through [Peer].
+	Handler Handler
+
+	// OnNotify, if set, takes the peer's notifications instead of
+	// Handler: it is called for each, one at a time and in arrival order,
+	// on the goroutine that reads, so it must not block for long nor wait
+	// for an answer from the peer. req and its Params are valid only
+	// during the call. Items of a call made with [Conn.Stream] go to that
+	// call instead. Because a peer writes the notifications a handler
+	// sends before the handler's response, OnNotify has returned for all
+	// of them before the Call they came with returns.
+	OnNotify func(req *Request)
+
+	// Logger receives handler panics (at Error, with the stack), and
+	// dropped messages and failed notifications (at Debug); nil discards.
+	Logger *slog.Logger
+
+	// Framing delimits messages on a byte stream; nil means [LineFraming]
+	// (one message per line). [HeaderFraming] is the Language Server
+	// Protocol's Content-Length headers.
+	Framing Framing
+
+	// Order says which of the peer's messages are handled one at a time,
+	// in arrival order; the zero Order handles notifications so, and
+	// starts a request only once the notifications before it are handled
+	// (see [Order]).
+	Order Order
+
+	// MaxMessageSize is the largest message read, in bytes; zero means
+	// [DefaultMaxMessageSize]. A longer one is discarded as it is read
+	// and, unless it is a response, answered with an Invalid Request
+	// error with a null id.
+	MaxMessageSize int
+
+	// MaxBatch is the most entries read from one batch; zero means
+	// [DefaultMaxBatch]. A longer batch of requests is answered with one
+	// Invalid Request error with a null id, and a longer batch of
+	// responses is dropped, so [Conn.Batch] should not send more calls
+	// than the peer's MaxBatch at once.
+	MaxBatch int
+
+	// MaxInFlight bounds the handlers that run at once on a connection;
+	// zero means [DefaultMaxInFlight]. When every slot is taken, more
+	// requests wait their turn in a queue while reading goes on (so
+	// cancels, and responses to this side's calls, still arrive), up to
+	// MaxPendingBytes. A handler that waits for the peer (a Call, Batch
+	// or Stream made with its context, through [Peer] or a [Conn]) gives
+	// up its slot meanwhile, and takes one again, waiting its turn before
+	// the queue, once answered: handlers that call each other across a
+	// connection cannot deadlock, at any depth.
+	MaxInFlight int
+
+	// MaxPendingBytes is the byte budget of a connection: the requests
+	// that wait for a slot or run off the reading goroutine are counted
+	// by the size of the messages that hold them (plus 512 bytes each for
+	// a queued one), and once they add up to more than MaxPendingBytes
+	// the connection stops reading until some are answered. One message
+	// is always let through, so a connection holds at most
+	// MaxPendingBytes plus one message of requests, besides its read
+	// buffer. Zero means [DefaultMaxPendingBytes].
+	MaxPendingBytes int
+
+	// MaxStreamBuffer bounds, in bytes, the items of one [Conn.Stream]
+	// that have arrived but that the range over it has not taken yet;
+	// zero means [DefaultMaxStreamBuffer]. One item is always accepted.
+	// A stream whose consumer falls further behind fails with an error
+	// wrapping [ErrStreamOverflow] after the items already buffered, and
+	// its call is cancelled; other calls are not held up.
+	MaxStreamBuffer int
+
+	// HideErrorDetail withholds the "detail" (the error text) from the
+	// Internal error that a plain Go error or a panic becomes, for
+	// endpoints that face untrusted peers. The "exception" still names
+	// the Go type.
+	HideErrorDetail bool
+
+	// StopGrace bounds each wait of a connection's end; zero means
+	// [DefaultStopGrace]. When the connection is closed, or its context
+	// ends, the handlers' contexts are cancelled and the answers given
+	// within StopGrace are written; a handler still running then is
+	// abandoned (it keeps its goroutine, its answer is dropped). At the
+	// end of the input, the handlers in flight get StopGrace to finish
+	// before their contexts are cancelled, and as long again to return.
+	StopGrace time.Duration
+
+	// Cancellation is the cancel convention: the notification sent to the
+	// peer when the context of a call ends before its answer, and, unless
+	// AcceptCancel is set, the one accepted from the peer. The zero value
+	// is LSP's "$/cancelRequest" (see [Cancellation]).
+	Cancellation Cancellation
+
+	// AcceptCancel, if not empty, lists the cancel notifications accepted
+	// from the peer instead of Cancellation's, for a server whose clients
+	// speak different conventions (LSP's and MCP's, say).
+	AcceptCancel []Cancellation
+
+	// CancelQuietly makes a call whose context ends give up without
+	// sending the peer the cancel notification.
+	CancelQuietly bool
+
+	// OnCancel, if set, is called on the reading goroutine for each cancel
+	// notification from the peer, once it has taken effect, with the
+	// cancel (the cause of the cancelled handlers' contexts) and what it
+	// reached: the requests with its id that were running (their contexts
+	// are cancelled) and those that had not started (they will not run).
+	// Both zero means that no request with that id was in flight: it had
+	// been answered already, or was never sent. It must not block.
+	OnCancel func(cancel *CancelError, running, queued int)
+
+	// OnUnknownResponse, if set, is called on the reading goroutine for a
+	// response whose id matches no call in flight (a late answer to a
+	// cancelled call, say); such responses are dropped.
+	OnUnknownResponse func(resp *Response)
+}
+
+// config returns what o sets up for a connection. o may be nil.
+func (o *Options) config() *config {
+	if o == nil {
+		o = new(Options)
+	}
+	return &config{
+		handler:      o.Handler,
+		log:          o.Logger,
+		framing:      o.Framing,
+		cancel:       o.Cancellation,
+		maxMessage:   o.MaxMessageSize,
+		maxBatch:     o.MaxBatch,
+		maxFlight:    o.MaxInFlight,
+		budget:       o.MaxPendingBytes,
+		streamBuffer: o.MaxStreamBuffer,
+		hideDetail:   o.HideErrorDetail,
+		noCancel:     o.CancelQuietly,
+		grace:        o.StopGrace,
+		order:        o.Order,
+		cancelIn:     o.AcceptCancel,
+		onCancel:     o.OnCancel,
+		onNotify:     o.OnNotify,
+		onUnknown:    o.OnUnknownResponse,
+		drainGrace:   true,
+	}
+}
