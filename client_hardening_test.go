@@ -541,7 +541,7 @@ func (r *uninterruptibleReader) Read([]byte) (int, error) {
 func (r *uninterruptibleReader) Close() error { return nil }
 
 // waitBlockedRead waits until a goroutine of the client's sits in a
-// read(2) system call under LineReader.fill.
+// read(2) system call under lineReader.fill.
 func waitBlockedRead(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
@@ -549,7 +549,7 @@ func waitBlockedRead(t *testing.T) {
 	for {
 		n := runtime.Stack(buf, true)
 		for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-			if strings.Contains(g, "[syscall") && strings.Contains(g, "jsonrpc.(*LineReader).fill") {
+			if strings.Contains(g, "[syscall") && strings.Contains(g, "jsonrpc.(*lineReader).fill") {
 				return
 			}
 		}

@@ -1,0 +1,144 @@
+package jsonrpc
+
+// This file holds the queue of units for the workers: a line admitted
+// under the connection's byte budget (or refused with ErrOverloaded),
+// queued, and run by a worker once a slot is free.
+
+// unitOverhead is what a queued unit costs against the budget besides its
+// line: the unit, its tasks and contexts.
+const unitOverhead = 512
+
+// enqueue queues a copy of line for a worker. Its requests are reachable
+// by a cancel from then on.
+//
+// The reader waits first while the line would take the bytes held for the
+// connection's requests past its budget (unless nothing is held), so that
+// a peer that sends faster than the handlers answer, or stops reading the
+// answers, meets backpressure. It never waits for a free slot as such:
+// reading goes on while handlers wait, so that the responses and cancels
+// they wait for still arrive.
+func (c *conn) enqueue(rs *readState, line []byte, act bool) {
+	cost := len(line) + unitOverhead
+	c.mu.Lock()
+	for !c.stopping.Load() && c.overBudget(cost) {
+		// budgetWait is stored before awaiting is read, and add stores
+		// awaiting before it reads budgetWait: a call made now either is
+		// seen here or wakes the wait.
+		c.budgetWait.Store(true)
+		if c.awaiting.Load() > 0 {
+			// Waiting would keep out the answers that the handlers
+			// holding the budget wait for: refuse the line instead.
+			c.budgetWait.Store(false)
+			c.mu.Unlock()
+			c.refuse(rs, line, act)
+			return
+		}
+		c.cond.Wait()
+		c.budgetWait.Store(false)
+	}
+	c.held.Add(int64(cost))
+	c.mu.Unlock()
+
+	own := append([]byte(nil), line...)
+	var kind lineKind
+	kind, rs.batch = scanLine(own, &rs.env, rs.batch, c.maxBatch)
+	u := &unit{cost: cost}
+	c.buildUnit(rs, u, kind, act)
+	rs.slabQueued = true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(u.tasks) == 0 || c.isAborted() {
+		c.held.Add(int64(-cost))
+		c.cond.Broadcast()
+		return
+	}
+	for _, t := range u.tasks {
+		c.registerLocked(t.ctx)
+	}
+	if c.mustWaitLocked(u) {
+		c.ordered = append(c.ordered, u)
+		c.inOrder.Store(true)
+		return
+	}
+	c.admitLocked(u)
+	c.startLocked(u)
+}
+
+// startLocked runs u, admitted, on a worker of its own if a slot is free,
+// and queues it otherwise.
+func (c *conn) startLocked(u *unit) {
+	if c.running.Add(1) <= c.maxFlight {
+		c.live++
+		go func() {
+			defer c.exit()
+			c.runUnit(u, nil)
+			c.release(u.cost)
+			c.finishUnit(u)
+			c.work()
+		}()
+		return
+	}
+	c.running.Add(-1)
+	c.queue = append(c.queue, u)
+}
+
+// refuse answers the requests of line with [ErrOverloaded] instead of
+// running them; what route takes (responses, cancels) it still routes,
+// and notifications are dropped. The reader writes the answers without
+// waiting for room in the output (see lineWriter.appendNow): it must not
+// stop reading here.
+func (c *conn) refuse(rs *readState, line []byte, act bool) {
+	u := &unit{}
+	var kind lineKind
+	kind, rs.batch = scanLine(line, &rs.env, rs.batch, c.maxBatch)
+	c.buildUnit(rs, u, kind, act)
+	c.log.Debug("jsonrpc: refused requests over the byte budget while awaiting the peer")
+	var out []byte
+	n := 0
+	for i := range u.tasks {
+		t := &u.tasks[i]
+		if t.req.ID.IsZero() {
+			continue
+		}
+		werr := t.preErr
+		if werr == nil {
+			werr = ErrOverloaded
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendErrorResponse(out, t.req.ID.raw, werr)
+	}
+	if n == 0 {
+		return
+	}
+	if u.batch {
+		out = append(append([]byte{'['}, out...), ']')
+	}
+	c.out.appendNow(func(b []byte) []byte { return append(b, out...) })
+}
+
+// work runs queued units until there are none, then gives up its slot.
+// While a unit waits in the queue, every slot is held by a worker or by a
+// handler back from the peer, so the queue never waits without one. A
+// handler waiting for a slot to go on (see retakeSlot) comes before the
+// queue.
+func (c *conn) work() {
+	for {
+		c.mu.Lock()
+		if len(c.resume) > 0 || len(c.queue) == 0 {
+			c.freeSlotLocked()
+			c.mu.Unlock()
+			return
+		}
+		u := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		c.runUnit(u, nil)
+		c.release(u.cost)
+		c.finishUnit(u)
+	}
+}

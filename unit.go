@@ -1,0 +1,119 @@
+package jsonrpc
+
+// This file holds the unit, the work of one line, and its tasks, and how
+// a scanned line is built into one.
+
+import "log/slog"
+
+// unit is the work of one line: a single request, or the entries of a
+// batch in order.
+type unit struct {
+	tasks []task
+	batch bool
+	// order is where it stands in the order (see Order): stateSerial if
+	// it is handled in order, the units after it waiting for it;
+	// stateFree if it is outside the order, all its messages being for
+	// methods that Order.Concurrent names.
+	order uint64
+	cost  int // bytes held against the connection's budget until it ends
+}
+
+// task is one request of a unit.
+type task struct {
+	req     Request
+	params  []byte // the params as scanned, which middleware may replace in req
+	ctx     *reqCtx
+	method  *method
+	preErr  *Error   // answer with this and do not run
+	handler Handler  // the Mux's handler, if looked up already
+	enc     *encoder // holds the encoded result until it is written
+
+	scratch [24]byte // holds a result that Func encoded, until it is written
+}
+
+// serial reports whether u is handled in order: the units after it wait
+// for it.
+func (u *unit) serial() bool { return u.order&stateSerial != 0 }
+
+// free reports whether u is outside the order.
+func (u *unit) free() bool { return u.order&stateFree != 0 }
+
+// slow reports whether any task of u is for a method marked slow.
+func (u *unit) slow() bool {
+	for i := range u.tasks {
+		if m := u.tasks[i].method; m != nil && m.slow.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// buildUnit turns the scanned line into the tasks of u. Invalid entries
+// become tasks that carry their error; cancels inside a batch take effect
+// at once and become nothing; valid responses from the peer are dropped.
+//
+// Messages of a batch that are not work for a handler (see route) are
+// routed when act is set, and skipped otherwise.
+func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
+	u.tasks = u.tasks[:0]
+	u.batch = kind == lineBatch
+	u.order = stateFree
+	if kind == lineObject {
+		c.addTask(rs, u, &rs.env, false)
+	} else {
+		for i := range rs.batch {
+			e := &rs.batch[i]
+			if c.route(rs, e, act) {
+				continue
+			}
+			c.addTask(rs, u, e, true)
+		}
+	}
+	for i := range u.tasks {
+		if rc := u.tasks[i].ctx; rc != nil {
+			rc.req = &u.tasks[i].req
+		}
+	}
+}
+
+// addTask appends the task for one envelope to u.
+func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
+	why := e.checkRequest()
+	if why != "" {
+		// The specification's examples fix the wire error to the bare
+		// code and message; the reason goes to the log.
+		c.log.Debug("jsonrpc: invalid request", slog.String("reason", why))
+		u.tasks = append(u.tasks, task{preErr: ErrInvalidRequest})
+		u.tasks[len(u.tasks)-1].req.ID = ID{raw: rs.arena.str(e.replyID())}
+		return
+	}
+	u.tasks = append(u.tasks, task{})
+	t := &u.tasks[len(u.tasks)-1]
+	t.method = rs.intern(c, methodName(e.method))
+	m := t.method
+	if !m.free {
+		u.order &^= stateFree
+	}
+	switch {
+	case e.id != nil:
+		if m.serialCall {
+			u.order |= stateSerial
+		}
+	case !m.serialNote:
+	case c.mux == nil:
+		u.order |= stateSerial
+	default:
+		// A notification that no handler takes changes nothing, and so
+		// holds nothing up.
+		if t.handler = m.handler(c.mux); t.handler != nil {
+			u.order |= stateSerial
+		}
+	}
+	t.req.Method = t.method.name
+	if e.id != nil {
+		t.req.ID = ID{raw: rs.arena.str(e.id)}
+	}
+	t.req.Params = e.params
+	t.params = e.params
+	t.ctx = rs.newCtx(c, t.req.ID.raw, inBatch)
+}
