@@ -119,7 +119,8 @@ func appendScalar[R any](b []byte, r R) ([]byte, bool) {
 }
 
 // encodeParams encodes the params of a notification or request, which must
-// be an object or an array; nil means none.
+// be an object or an array; nil, or a value that encodes as null (a nil
+// pointer, map or slice), means none.
 func encodeParams(params any) ([]byte, error) {
 	if params == nil {
 		return nil, nil
@@ -130,6 +131,9 @@ func encodeParams(params any) ([]byte, error) {
 	raw, err := encodeValue(params)
 	if err != nil {
 		return nil, err
+	}
+	if string(raw) == "null" {
+		return nil, nil
 	}
 	if !validParams(raw) {
 		return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")

@@ -228,17 +228,27 @@ func (s *server) gate(h jsonrpc.Handler) jsonrpc.Handler {
 	})
 }
 
+// The LSP methods this server serves, each with its types.
+var (
+	initializeMethod     = jsonrpc.NewMethod[initializeParams, any]("initialize")
+	didOpenMethod        = jsonrpc.NewMethod[documentParams, any]("textDocument/didOpen")
+	didChangeMethod      = jsonrpc.NewMethod[documentParams, any]("textDocument/didChange")
+	didCloseMethod       = jsonrpc.NewMethod[documentParams, any]("textDocument/didClose")
+	hoverMethod          = jsonrpc.NewMethod[hoverParams, any]("textDocument/hover")
+	executeCommandMethod = jsonrpc.NewMethod[commandParams, int]("workspace/executeCommand")
+)
+
 func main() {
 	ctx, exit := context.WithCancel(context.Background())
 	s := &server{docs: make(map[string]document)}
 	mux := new(jsonrpc.Mux)
-	mux.Handle("initialize", jsonrpc.Func(s.initialize))
+	initializeMethod.Register(mux, s.initialize)
 	mux.HandleFunc("initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
-	mux.Handle("textDocument/didOpen", jsonrpc.Func(s.didOpen))
-	mux.Handle("textDocument/didChange", jsonrpc.Func(s.didChange))
-	mux.Handle("textDocument/didClose", jsonrpc.Func(s.didClose))
-	mux.Handle("textDocument/hover", jsonrpc.Func(s.hover))
-	mux.Handle("workspace/executeCommand", jsonrpc.Func(s.executeCommand))
+	didOpenMethod.Register(mux, s.didOpen)
+	didChangeMethod.Register(mux, s.didChange)
+	didCloseMethod.Register(mux, s.didClose)
+	hoverMethod.Register(mux, s.hover)
+	executeCommandMethod.Register(mux, s.executeCommand)
 	mux.HandleFunc("shutdown", func(context.Context, *jsonrpc.Request) (any, error) {
 		s.shutdown.Store(true)
 		return nil, nil

@@ -108,9 +108,36 @@ type callResult struct {
 	IsError bool      `json:"isError,omitempty"`
 }
 
-func initialize(ctx context.Context, p struct {
+type initializeParams struct {
 	ProtocolVersion string `json:"protocolVersion"`
-}) (any, error) {
+}
+
+type rootsList struct {
+	Roots []struct {
+		URI  string `json:"uri"`
+		Name string `json:"name"`
+	} `json:"roots"`
+}
+
+type progressParams struct {
+	ProgressToken json.RawMessage `json:"progressToken"`
+	Progress      int             `json:"progress"`
+	Total         int             `json:"total"`
+}
+
+// The methods of MCP that this server serves, and those it sends to the
+// client, each with its types: a Go client would share these values.
+var (
+	initializeMethod = jsonrpc.NewMethod[initializeParams, any]("initialize")
+	pingMethod       = jsonrpc.NewMethod[struct{}, struct{}]("ping")
+	listToolsMethod  = jsonrpc.NewMethod[struct{}, any]("tools/list")
+	callToolMethod   = jsonrpc.NewMethod[callParams, *callResult]("tools/call")
+
+	rootsListMethod = jsonrpc.NewMethod[*struct{}, rootsList]("roots/list") // no params
+	progressMethod  = jsonrpc.NewMethod[progressParams, struct{}]("notifications/progress")
+)
+
+func initialize(ctx context.Context, p initializeParams) (any, error) {
 	version := versions[0]
 	if slices.Contains(versions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
@@ -187,8 +214,8 @@ func count(ctx context.Context, p callParams) (string, error) {
 		case <-tick.C:
 		}
 		if p.Meta.ProgressToken != nil {
-			progress := map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i, "total": args.N}
-			if err := jsonrpc.Peer(ctx).Notify(ctx, "notifications/progress", progress); err != nil {
+			progress := progressParams{ProgressToken: p.Meta.ProgressToken, Progress: i, Total: args.N}
+			if err := progressMethod.Notify(ctx, jsonrpc.Peer(ctx), progress); err != nil {
 				return "", err
 			}
 		}
@@ -201,15 +228,10 @@ var errNoCallback = errors.New("this server cannot ask the client for its roots 
 
 func roots(ctx context.Context, p callParams) (string, error) {
 	if jsonrpc.HTTPRequestFromContext(ctx) != nil {
-		return "", errNoCallback // jsonrpc.Call would fail at once
+		return "", errNoCallback // a call to the client would fail at once
 	}
-	var list struct {
-		Roots []struct {
-			URI  string `json:"uri"`
-			Name string `json:"name"`
-		} `json:"roots"`
-	}
-	if err := jsonrpc.Peer(ctx).Call(ctx, "roots/list", nil, &list); err != nil {
+	list, err := rootsListMethod.Call(ctx, jsonrpc.Peer(ctx), nil)
+	if err != nil {
 		return "", fmt.Errorf("roots/list: %w", err)
 	}
 	var b strings.Builder
@@ -224,11 +246,11 @@ func main() {
 	flag.Parse()
 
 	mux := new(jsonrpc.Mux)
-	mux.Handle("initialize", jsonrpc.Func(initialize))
+	initializeMethod.Register(mux, initialize)
 	mux.HandleFunc("notifications/initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
-	mux.Handle("ping", jsonrpc.Func(func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil }))
-	mux.Handle("tools/list", jsonrpc.Func(listTools))
-	mux.Handle("tools/call", jsonrpc.Func(callTool))
+	pingMethod.Register(mux, func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
+	listToolsMethod.Register(mux, listTools)
+	callToolMethod.Register(mux, callTool)
 
 	srv := &jsonrpc.Server{
 		Options: jsonrpc.Options{
