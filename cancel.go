@@ -25,7 +25,7 @@ import (
 // [*CancelError] as the cause.
 type Cancellation struct {
 	// Method is the cancel notification's method; "" means
-	// [CancelMethod].
+	// "$/cancelRequest".
 	Method string
 	// IDMember is the member of the notification's params that holds the
 	// id of the request to cancel; "" means "id".
@@ -38,7 +38,7 @@ type Cancellation struct {
 
 func (cc Cancellation) method() string {
 	if cc.Method == "" {
-		return CancelMethod
+		return cancelMethod
 	}
 	return cc.Method
 }
@@ -120,7 +120,7 @@ func incomingCancels(out Cancellation, in []Cancellation) []incomingCancel {
 }
 
 // lspCancelIn is what a connection with the zero Cancellation accepts.
-var lspCancelIn = [1]incomingCancel{{quoted: `"` + CancelMethod + `"`}}
+var lspCancelIn = [1]incomingCancel{{quoted: `"` + cancelMethod + `"`}}
 
 // cancelIn returns the convention whose cancel notification has the
 // method name (as a JSON string), or nil.

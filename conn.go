@@ -159,7 +159,7 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	}
 	c.cancelIns = incomingCancels(cfg.cancel, cfg.cancelIn)
 	if c.streamBuffer <= 0 {
-		c.streamBuffer = DefaultMaxStreamBuffer
+		c.streamBuffer = defaultMaxStreamBuffer
 	}
 	c.mux, _ = c.handler.(*Mux)
 	if c.handler == nil {
@@ -169,16 +169,16 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		c.log = discardLogger
 	}
 	if c.maxBatch <= 0 {
-		c.maxBatch = DefaultMaxBatch
+		c.maxBatch = defaultMaxBatch
 	}
 	if c.maxFlight <= 0 {
-		c.maxFlight = DefaultMaxInFlight
+		c.maxFlight = defaultMaxInFlight
 	}
 	if c.grace <= 0 {
-		c.grace = DefaultStopGrace
+		c.grace = defaultStopGrace
 	}
 	if c.budget <= 0 {
-		c.budget = DefaultMaxPendingBytes
+		c.budget = defaultMaxPendingBytes
 	}
 	if c.drainGrace {
 		c.ended = make(chan struct{})

@@ -28,9 +28,6 @@ type Mux struct {
 
 var _ Handler = (*Mux)(nil)
 
-// NewMux returns a new, empty Mux.
-func NewMux() *Mux { return new(Mux) }
-
 // Handle registers h for method. It panics if method is empty or starts
 // with "rpc." (which the specification reserves), if h is nil, or if
 // method already has a handler: each is a programming error.

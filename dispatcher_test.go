@@ -21,7 +21,7 @@ func constHandler(v any) jsonrpc.Handler {
 }
 
 func TestMuxRegistration(t *testing.T) {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.Handle("a", constHandler("from a"))
 	mux.HandleFunc("b", func(context.Context, *jsonrpc.Request) (any, error) { return "from b", nil })
 
@@ -687,7 +687,7 @@ func TestBatchEntriesRunInOrder(t *testing.T) {
 func TestMiddlewareReplacedParamsAreChecked(t *testing.T) {
 	for _, name := range []string{"raw", "any"} {
 		t.Run(name, func(t *testing.T) {
-			mux := jsonrpc.NewMux()
+			mux := new(jsonrpc.Mux)
 			mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 				return req.Params, nil
 			}))

@@ -39,10 +39,10 @@ const (
 	// Notifications that come then are dropped (and logged at Debug).
 	CodeOverloaded Code = -32090
 
-	// CodeServerErrorMin and CodeServerErrorMax bound the range that the
+	// codeServerErrorMin and codeServerErrorMax bound the range that the
 	// specification reserves for implementation-defined server errors.
-	CodeServerErrorMin Code = -32099
-	CodeServerErrorMax Code = -32000
+	codeServerErrorMin Code = -32099
+	codeServerErrorMax Code = -32000
 )
 
 // String returns the specification's message for a predefined code, or
@@ -64,7 +64,7 @@ func (c Code) String() string {
 	case CodeOverloaded:
 		return "Overloaded"
 	}
-	if c >= CodeServerErrorMin && c <= CodeServerErrorMax {
+	if c >= codeServerErrorMin && c <= codeServerErrorMax {
 		return "Server error " + strconv.Itoa(int(c))
 	}
 	return "error " + strconv.Itoa(int(c))

@@ -16,7 +16,7 @@ import (
 // A daemon that local tools connect to: one Server serves every
 // connection accepted on a socket, and a tool dials it.
 func ExampleServer_ServeListener() {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.Handle("sum", jsonrpc.Func(func(_ context.Context, nums []int) (int, error) {
 		s := 0
 		for _, n := range nums {
@@ -57,7 +57,7 @@ func ExampleServer_ServeListener() {
 // notifies while it runs reaches a client that accepts an event stream
 // before the answer.
 func ExampleServer_ServeHTTP() {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.Handle("build", jsonrpc.Func(func(ctx context.Context, p struct{ Steps int }) (string, error) {
 		if jsonrpc.HTTPRequestFromContext(ctx).Header.Get("Authorization") != "Bearer s3cret" {
 			return "", jsonrpc.NewError(-32001, "unauthorized")
@@ -96,7 +96,7 @@ func ExampleServer_ServeHTTP() {
 
 // Stream's items arrive over HTTP as server-sent events, one by one.
 func ExampleHTTPClient_Stream() {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.Handle("count", jsonrpc.Stream(func(_ context.Context, p struct{ N int }) iter.Seq2[int, error] {
 		return func(yield func(int, error) bool) {
 			for i := range p.N {

@@ -17,7 +17,7 @@ func ExampleFunc() {
 		User  string `json:"user"`
 		Admin bool   `json:"admin"`
 	}
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.Handle("grant", jsonrpc.Func(func(ctx context.Context, p grant) (string, error) {
 		return fmt.Sprintf("%s admin=%v", p.User, p.Admin), nil
 	}))

@@ -12,3 +12,11 @@ var (
 	NewLineReader = newLineReader
 	NewLineWriter = newLineWriter
 )
+
+const (
+	DefaultMaxBatch       = defaultMaxBatch
+	DefaultMaxInFlight    = defaultMaxInFlight
+	DefaultMaxMessageSize = defaultMaxMessageSize
+	CodeServerErrorMin    = codeServerErrorMin
+	CodeServerErrorMax    = codeServerErrorMax
+)

@@ -54,7 +54,7 @@ type MessageReader interface {
 type LineFraming struct{}
 
 // NewReader returns a reader of newline-delimited messages on r, none
-// longer than maxSize bytes; zero or less means [DefaultMaxMessageSize].
+// longer than maxSize bytes; zero or less means 64 MiB.
 func (LineFraming) NewReader(r io.Reader, maxSize int) MessageReader {
 	return newLineReader(r, maxSize)
 }
@@ -118,7 +118,7 @@ func (e *headerError) Error() string { return ErrBadHeader.Error() + ": " + e.de
 func (e *headerError) Unwrap() error { return ErrBadHeader }
 
 // NewReader returns a reader of header-framed messages on r, with bodies of
-// at most maxSize bytes; zero or less means [DefaultMaxMessageSize].
+// at most maxSize bytes; zero or less means 64 MiB.
 func (HeaderFraming) NewReader(r io.Reader, maxSize int) MessageReader {
 	return newHeaderReader(r, maxSize)
 }

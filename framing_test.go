@@ -341,7 +341,7 @@ func TestFramingConstructors(t *testing.T) {
 	}
 	assert.Equal(t, modeLine, int(LineFraming{}.NewReader(strings.NewReader(""), 0).(*lineReader).mode))
 	assert.Equal(t, modeHeader, int(HeaderFraming{}.NewReader(strings.NewReader(""), 0).(*lineReader).mode))
-	assert.Equal(t, DefaultMaxMessageSize, HeaderFraming{}.NewReader(strings.NewReader(""), 0).(*lineReader).max)
+	assert.Equal(t, defaultMaxMessageSize, HeaderFraming{}.NewReader(strings.NewReader(""), 0).(*lineReader).max)
 }
 
 func framingName(f Framing) string {

@@ -88,7 +88,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := s.MaxMessageSize
 	if limit <= 0 {
-		limit = DefaultMaxMessageSize
+		limit = defaultMaxMessageSize
 	}
 	body, err := readBody(r.Body, r.ContentLength, limit)
 	if err != nil {
@@ -231,7 +231,7 @@ func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
 // notifications.)
 func hasID(body []byte, maxBatch int) bool {
 	if maxBatch <= 0 {
-		maxBatch = DefaultMaxBatch
+		maxBatch = defaultMaxBatch
 	}
 	var one envelope
 	switch kind, batch := scanLine(body, &one, nil, maxBatch); kind {

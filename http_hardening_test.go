@@ -161,7 +161,7 @@ func TestHTTPHardeningCancelGrace(t *testing.T) {
 			started := make(chan struct{}, 1)
 			release := make(chan struct{})
 			late := make(chan error, 1)
-			mux := jsonrpc.NewMux()
+			mux := new(jsonrpc.Mux)
 			mux.HandleFunc("stubborn", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 				started <- struct{}{}
 				<-release // and not ctx
@@ -233,7 +233,7 @@ func (c *bigWriteConn) Write(p []byte) (int, error) {
 func TestHTTPHardeningCloseUnreadStream(t *testing.T) {
 	checkLeaks(t)
 	pad := strings.Repeat("x", 2<<20)
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("flood", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 		for {
 			if err := jsonrpc.Peer(ctx).Notify(ctx, "pad", []string{pad}); err != nil {

@@ -21,7 +21,7 @@ func TestReadBodySmallIsOneAllocation(t *testing.T) {
 		allocs := testing.AllocsPerRun(10, func() {
 			rd.Reset(body)
 			var err error
-			got, err = readBody(rd, int64(n), DefaultMaxMessageSize)
+			got, err = readBody(rd, int64(n), defaultMaxMessageSize)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -141,7 +141,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // progressMux has "progress", which sends n notifications and then
 // answers "done", and "count", a Stream handler of n items.
 func progressMux() *jsonrpc.Mux {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.Handle("progress", jsonrpc.Func(func(ctx context.Context, p struct{ N int }) (string, error) {
 		for i := range p.N {
 			if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"i": i}); err != nil {
@@ -232,7 +232,7 @@ func TestHTTPNotificationsGetNoStream(t *testing.T) {
 func TestHTTPStreamsAsItHappens(t *testing.T) {
 	checkLeaks(t)
 	step := make(chan struct{})
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("steps", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 		for i := range 3 {
 			if err := jsonrpc.Peer(ctx).Notify(ctx, "step", []int{i}); err != nil {
@@ -276,7 +276,7 @@ func TestHTTPContext(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan struct{})
 	ended := make(chan error, 1)
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("whoami", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 		r := jsonrpc.HTTPRequestFromContext(ctx)
 		if r == nil {
@@ -548,7 +548,7 @@ func TestHTTPShutdown(t *testing.T) {
 	checkLeaks(t)
 	release := make(chan struct{})
 	started := make(chan struct{}, 2)
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("block", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 		started <- struct{}{}
 		select {
@@ -590,7 +590,7 @@ func TestHTTPShutdown(t *testing.T) {
 func TestHTTPCloseCancels(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan struct{})
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("block", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
 		close(started)
 		<-ctx.Done()
@@ -611,7 +611,7 @@ func TestHTTPCloseCancels(t *testing.T) {
 // BenchmarkHTTPRoundTrip measures a call through HTTPClient and
 // ServeHTTP over loopback, kept alive.
 func BenchmarkHTTPRoundTrip(b *testing.B) {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
 		return req.Params, nil
 	})
@@ -632,7 +632,7 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 // BenchmarkServeHTTP measures ServeHTTP alone, without a network: what
 // the library adds to each HTTP call on the server's side.
 func BenchmarkServeHTTP(b *testing.B) {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
 		return req.Params, nil
 	})

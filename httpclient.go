@@ -62,7 +62,7 @@ type HTTPClient struct {
 	OnNotify func(req *Request)
 
 	// MaxMessageSize is the largest message read from a response; zero
-	// means [DefaultMaxMessageSize]. A longer one, in any framing, fails
+	// means [defaultMaxMessageSize]. A longer one, in any framing, fails
 	// the call with an error wrapping [ErrMessageTooLarge] as soon as it
 	// passes the limit: reading stops within 4 KiB of it (an event made
 	// of several data lines, within one line of it), and a plain JSON
@@ -399,7 +399,7 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 	}
 	limit := c.MaxMessageSize
 	if limit <= 0 {
-		limit = DefaultMaxMessageSize
+		limit = defaultMaxMessageSize
 	}
 	var (
 		one   envelope
@@ -407,7 +407,7 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 	)
 	each := func(msg []byte) (bool, error) {
 		var kind lineKind
-		kind, batch = scanLine(msg, &one, batch, DefaultMaxBatch)
+		kind, batch = scanLine(msg, &one, batch, defaultMaxBatch)
 		switch kind {
 		case lineObject, lineBatch:
 			return f(&one, batch, kind)

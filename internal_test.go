@@ -180,7 +180,7 @@ func TestScanLineKinds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			var e envelope
-			kind, batch := scanLine([]byte(tc.in), &e, nil, DefaultMaxBatch)
+			kind, batch := scanLine([]byte(tc.in), &e, nil, defaultMaxBatch)
 			assert.Equal(t, tc.kind, kind)
 			if tc.kind == lineBatch {
 				assert.Len(t, batch, tc.batch)
@@ -192,7 +192,7 @@ func TestScanLineKinds(t *testing.T) {
 func TestScanLineEnvelope(t *testing.T) {
 	line := []byte(`{"x":[1,{"id":9}],"jsonrpc":"2.0","id":"a\"b","method":"m\u0065","params":{"k":[1]},"result":1,"error":{}}`)
 	var e envelope
-	kind, _ := scanLine(line, &e, nil, DefaultMaxBatch)
+	kind, _ := scanLine(line, &e, nil, defaultMaxBatch)
 	require.Equal(t, lineObject, kind)
 	assert.True(t, e.object)
 	assert.False(t, e.dup)
@@ -206,7 +206,7 @@ func TestScanLineEnvelope(t *testing.T) {
 
 	// A batch reuses the slice it is given.
 	batch := make([]envelope, 0, 4)
-	kind, batch = scanLine([]byte(`[{"id":1},{"id":2,"id":3},7]`), &e, batch, DefaultMaxBatch)
+	kind, batch = scanLine([]byte(`[{"id":1},{"id":2,"id":3},7]`), &e, batch, defaultMaxBatch)
 	require.Equal(t, lineBatch, kind)
 	require.Len(t, batch, 3)
 	assert.Equal(t, "1", string(batch[0].id))

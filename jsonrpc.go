@@ -104,7 +104,7 @@
 // are tolerated. A last line that lacks its newline is read like any
 // other: a whole message is served, and one cut short by the end of the
 // input gets a Parse error. Lines may be of any length up to a configurable maximum
-// ([DefaultMaxMessageSize] by default); a longer line is discarded as it
+// (64 MiB by default); a longer line is discarded as it
 // is read, without being held in memory, answered with an Invalid Request
 // error, and reading goes on at the next line.
 //

@@ -14,9 +14,9 @@ import (
 	"time"
 )
 
-// DefaultMaxConns is the number of connections that [Server.ServeListener]
+// defaultMaxConns is the number of connections that [Server.ServeListener]
 // serves at once when [Server.MaxConns] is zero.
-const DefaultMaxConns = 1024
+const defaultMaxConns = 1024
 
 // errIdle ends a connection that stayed idle for the server's IdleTimeout.
 var errIdle = errors.New("jsonrpc: connection idle")
@@ -53,7 +53,7 @@ func (s *Server) ServeListener(ctx context.Context, l net.Listener) error {
 
 	maxConns := s.MaxConns
 	if maxConns <= 0 {
-		maxConns = DefaultMaxConns
+		maxConns = defaultMaxConns
 	}
 	slots := make(chan struct{}, maxConns)
 	var wg sync.WaitGroup

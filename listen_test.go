@@ -371,7 +371,7 @@ func (c *rawConn) recvErr() string {
 // left to wait for.
 func TestListenerStalledPeer(t *testing.T) {
 	checkLeaks(t)
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	big := strings.Repeat("x", 256<<10)
 	mux.HandleFunc("big", func(context.Context, *jsonrpc.Request) (any, error) { return big, nil })
 	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}, IdleTimeout: 200 * time.Millisecond}
@@ -404,7 +404,7 @@ func TestListenerShutdownKeepsAnswers(t *testing.T) {
 	checkLeaks(t)
 	big := strings.Repeat("x", 4<<20)
 	started := make(chan struct{})
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("slowbig", func(context.Context, *jsonrpc.Request) (any, error) {
 		close(started)
 		time.Sleep(200 * time.Millisecond)

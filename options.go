@@ -10,20 +10,20 @@ import (
 
 // Defaults for the settings of [Options] left zero.
 const (
-	// DefaultMaxInFlight is the number of handlers that may run at once on
+	// defaultMaxInFlight is the number of handlers that may run at once on
 	// one connection.
-	DefaultMaxInFlight = 64
-	// DefaultMaxBatch is the largest batch read.
-	DefaultMaxBatch = 10000
-	// DefaultStopGrace is how long a connection that is told to stop, or
+	defaultMaxInFlight = 64
+	// defaultMaxBatch is the largest batch read.
+	defaultMaxBatch = 10000
+	// defaultStopGrace is how long a connection that is told to stop, or
 	// whose input has ended, waits for its handlers to return.
-	DefaultStopGrace = 5 * time.Second
-	// DefaultMaxPendingBytes is the byte budget of a connection for
+	defaultStopGrace = 5 * time.Second
+	// defaultMaxPendingBytes is the byte budget of a connection for
 	// requests read but not yet answered (see [Options.MaxPendingBytes]).
-	DefaultMaxPendingBytes = 32 << 20
-	// DefaultMaxStreamBuffer is the byte bound of a stream's buffer of
+	defaultMaxPendingBytes = 32 << 20
+	// defaultMaxStreamBuffer is the byte bound of a stream's buffer of
 	// items (see [Options.MaxStreamBuffer]).
-	DefaultMaxStreamBuffer = 16 << 20
+	defaultMaxStreamBuffer = 16 << 20
 )
 
 // Options configures a connection: a [Conn] made by [NewConn], [Dial] or
@@ -69,20 +69,20 @@ type Options struct {
 	Order Order
 
 	// MaxMessageSize is the largest message read, in bytes; zero means
-	// [DefaultMaxMessageSize]. A longer one is discarded as it is read
+	// 64 MiB. A longer one is discarded as it is read
 	// and, unless it is a response, answered with an Invalid Request
 	// error with a null id.
 	MaxMessageSize int
 
 	// MaxBatch is the most entries read from one batch; zero means
-	// [DefaultMaxBatch]. A longer batch of requests is answered with one
+	// 10,000. A longer batch of requests is answered with one
 	// Invalid Request error with a null id, and a longer batch of
 	// responses is dropped, so [Conn.Batch] should not send more calls
 	// than the peer's MaxBatch at once.
 	MaxBatch int
 
 	// MaxInFlight bounds the handlers that run at once on a connection;
-	// zero means [DefaultMaxInFlight]. When every slot is taken, more
+	// zero means 64. When every slot is taken, more
 	// requests wait their turn in a queue while reading goes on (so
 	// cancels, and responses to this side's calls, still arrive), up to
 	// MaxPendingBytes. A handler that waits for the peer (a Call, Batch
@@ -99,12 +99,12 @@ type Options struct {
 	// the connection stops reading until some are answered. One message
 	// is always let through, so a connection holds at most
 	// MaxPendingBytes plus one message of requests, besides its read
-	// buffer. Zero means [DefaultMaxPendingBytes].
+	// buffer. Zero means 32 MiB.
 	MaxPendingBytes int
 
 	// MaxStreamBuffer bounds, in bytes, the items of one [Conn.Stream]
 	// that have arrived but that the range over it has not taken yet;
-	// zero means [DefaultMaxStreamBuffer]. One item is always accepted.
+	// zero means 16 MiB. One item is always accepted.
 	// A stream whose consumer falls further behind fails with an error
 	// wrapping [ErrStreamOverflow] after the items already buffered, and
 	// its call is cancelled; other calls are not held up.
@@ -117,7 +117,7 @@ type Options struct {
 	HideErrorDetail bool
 
 	// StopGrace bounds each wait of a connection's end; zero means
-	// [DefaultStopGrace]. When the connection is closed, or its context
+	// 5 seconds. When the connection is closed, or its context
 	// ends, the handlers' contexts are cancelled and the answers given
 	// within StopGrace are written; a handler still running then is
 	// abandoned (it keeps its goroutine, its answer is dropped). At the

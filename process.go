@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// DefaultWaitDelay is how long [Process.Close] waits for a child process
+// defaultWaitDelay is how long [Process.Close] waits for a child process
 // to exit once its standard input is closed, before it kills it.
-const DefaultWaitDelay = 5 * time.Second
+const defaultWaitDelay = 5 * time.Second
 
 // stderrWaitDelay is the exec.Cmd.WaitDelay that StartProcess gives a
 // command that has none: how long Wait waits, once the process has exited,
@@ -26,7 +26,7 @@ type Process struct {
 	Cmd *exec.Cmd
 
 	// WaitDelay is how long Close waits for the process to exit after
-	// closing its standard input; zero means [DefaultWaitDelay].
+	// closing its standard input; zero means 5 seconds.
 	WaitDelay time.Duration
 
 	once   sync.Once
@@ -148,7 +148,7 @@ func (p *Process) kill() {
 
 func (p *Process) waitDelay() time.Duration {
 	if p.WaitDelay <= 0 {
-		return DefaultWaitDelay
+		return defaultWaitDelay
 	}
 	return p.WaitDelay
 }

@@ -46,7 +46,7 @@ func BenchmarkScan(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					var kind lineKind
-					kind, batch = scanLine(line, &one, batch, DefaultMaxBatch)
+					kind, batch = scanLine(line, &one, batch, defaultMaxBatch)
 					if kind != k.want {
 						b.Fatalf("scanLine = %s, want %s", kindName(kind), kindName(k.want))
 					}

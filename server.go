@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// CancelMethod is the notification that cancels a request in flight:
+// cancelMethod is the notification that cancels a request in flight:
 // {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}.
-const CancelMethod = "$/cancelRequest"
+const cancelMethod = "$/cancelRequest"
 
 // StreamItemMethod is the notification that carries one item of a streaming
 // handler: {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}},
@@ -32,7 +32,7 @@ type Server struct {
 	Options
 
 	// MaxConns bounds the connections that ServeListener serves at once;
-	// zero means [DefaultMaxConns].
+	// zero means 1,024.
 	MaxConns int
 
 	// IdleTimeout, if positive, closes a connection accepted by

@@ -160,7 +160,7 @@ func quote(s string) string {
 // TestStrictParamsOverTheWire checks the examples end to end: the
 // answer a server writes.
 func TestStrictParamsOverTheWire(t *testing.T) {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	mux.Handle("grant", jsonrpc.Func(func(_ context.Context, a account) (account, error) { return a, nil }))
 	mux.Handle("grantLax", jsonrpc.Func(func(_ context.Context, a account) (account, error) { return a, nil }, jsonrpc.LaxParams))
 	mux.Handle("items", jsonrpc.Stream(func(_ context.Context, a account) iter.Seq2[string, error] {
@@ -270,7 +270,7 @@ func TestFuncStrictDeepAndInvalid(t *testing.T) {
 
 // resultMux answers each method with its name's result, as raw JSON.
 func resultMux(results map[string]string) *jsonrpc.Mux {
-	mux := jsonrpc.NewMux()
+	mux := new(jsonrpc.Mux)
 	for method, result := range results {
 		mux.Handle(method, jsonrpc.RawHandlerFunc(func(context.Context, *jsonrpc.Request) (json.RawMessage, error) {
 			return json.RawMessage(result), nil

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 )
 
-// DefaultMaxMessageSize is the largest message, in bytes, that a
+// defaultMaxMessageSize is the largest message, in bytes, that a
 // connection reads when no other limit is set.
-const DefaultMaxMessageSize = 64 << 20
+const defaultMaxMessageSize = 64 << 20
 
 // ErrMessageTooLarge is wrapped by the error that a [MessageReader]
 // returns for a message longer than its limit. Reading can go on: the
@@ -90,10 +90,10 @@ type lineReader struct {
 }
 
 // newLineReader returns a lineReader that reads from r messages of at most
-// maxSize bytes; zero or less means [DefaultMaxMessageSize].
+// maxSize bytes; zero or less means 64 MiB.
 func newLineReader(r io.Reader, maxSize int) *lineReader {
 	if maxSize <= 0 {
-		maxSize = DefaultMaxMessageSize
+		maxSize = defaultMaxMessageSize
 	}
 	return &lineReader{r: r, max: maxSize}
 }

@@ -445,7 +445,7 @@ func TestJRPC2ClientWithOurServer(t *testing.T) {
 		// jrpc2 sends nothing when a call's context ends; this hook tells
 		// our server, in its own dialect.
 		OnCancel: func(cli *jrpc2.Client, rsp *jrpc2.Response) {
-			_ = cli.Notify(context.Background(), jsonrpc.CancelMethod,
+			_ = cli.Notify(context.Background(), "$/cancelRequest", // LSP's, the zero jsonrpc.Cancellation
 				map[string]json.RawMessage{"id": json.RawMessage(rsp.ID())})
 		},
 	})
