@@ -539,7 +539,8 @@ func (r *uninterruptibleReader) Read([]byte) (int, error) {
 func (r *uninterruptibleReader) Close() error { return nil }
 
 // waitBlockedRead waits until a goroutine of the client's sits in a
-// read(2) system call under LineReader.fill.
+// read(2) system call under lineReader.fill (the alias LineReader of
+// export_test.go is not the name in a stack trace).
 func waitBlockedRead(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
@@ -547,7 +548,7 @@ func waitBlockedRead(t *testing.T) {
 	for {
 		n := runtime.Stack(buf, true)
 		for g := range strings.SplitSeq(string(buf[:n]), "\n\n") {
-			if strings.Contains(g, "[syscall") && strings.Contains(g, "jsonrpc.(*LineReader).fill") {
+			if strings.Contains(g, "[syscall") && strings.Contains(g, "jsonrpc.(*lineReader).fill") {
 				return
 			}
 		}
