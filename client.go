@@ -172,7 +172,11 @@ func NewClient(r io.Reader, w io.Writer, opts *ClientOptions) *Client {
 
 // startConn makes a connection and serves it on a goroutine of its own.
 func startConn(cfg *config, r io.Reader, w io.Writer) *conn {
-	c := newConn(cfg, context.Background(), r, w)
+	return goServe(newConn(cfg, context.Background(), r, w))
+}
+
+// goServe serves c on a goroutine of its own, and returns it.
+func goServe(c *conn) *conn {
 	c.served = make(chan struct{})
 	go func() {
 		c.serveErr = c.serve(context.Background())

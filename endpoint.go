@@ -99,28 +99,38 @@ type Conn struct {
 // written, and the connection closes: r and w are closed if they are
 // io.Closers. Wait reports how it ended.
 func NewConn(r io.Reader, w io.Writer, opts *ConnOptions) *Conn {
-	if opts == nil {
-		opts = new(ConnOptions)
+	return newConnFace(startConn(opts.config(), r, w))
+}
+
+// config returns what o sets up for a connection; o may be nil.
+func (o *ConnOptions) config() *config {
+	if o == nil {
+		o = new(ConnOptions)
 	}
-	c := startConn(&config{
-		handler:      opts.Handler,
-		log:          opts.Logger,
-		framing:      opts.Framing,
-		cancel:       opts.Cancel,
-		maxMessage:   opts.MaxMessageSize,
-		maxBatch:     opts.MaxBatch,
-		maxFlight:    opts.MaxInFlight,
-		budget:       opts.MaxPendingBytes,
-		streamBuffer: opts.MaxStreamBuffer,
-		hideDetail:   opts.HideErrorDetail,
-		noCancel:     opts.NoCancelRequest,
-		grace:        opts.CancelGrace,
-		order:        opts.Order,
-		cancelIn:     opts.AcceptCancel,
-		onCancel:     opts.OnCancel,
-		onUnknown:    opts.OnUnknownResponse,
+	return &config{
+		handler:      o.Handler,
+		log:          o.Logger,
+		framing:      o.Framing,
+		cancel:       o.Cancel,
+		maxMessage:   o.MaxMessageSize,
+		maxBatch:     o.MaxBatch,
+		maxFlight:    o.MaxInFlight,
+		budget:       o.MaxPendingBytes,
+		streamBuffer: o.MaxStreamBuffer,
+		hideDetail:   o.HideErrorDetail,
+		noCancel:     o.NoCancelRequest,
+		grace:        o.CancelGrace,
+		order:        o.Order,
+		cancelIn:     o.AcceptCancel,
+		onCancel:     o.OnCancel,
+		onUnknown:    o.OnUnknownResponse,
 		drainGrace:   true,
-	}, r, w)
+	}
+}
+
+// newConnFace returns the Conn of c, served already, and closes c's
+// writer and reader once c has ended.
+func newConnFace(c *conn) *Conn {
 	go func() {
 		<-c.served
 		_ = c.out.Close()
