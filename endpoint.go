@@ -58,13 +58,12 @@ type Conn struct {
 // io.Closers (a goroutine blocked in a Read that closing r does not
 // interrupt ends when that Read returns). Wait reports how it ended.
 func NewConn(r io.Reader, w io.Writer, opts *Options) *Conn {
-	return startConn(opts.config(), r, w)
+	return startConn(newConn(opts.config(), context.Background(), r, w))
 }
 
-// startConn makes a connection, serves it on a goroutine of its own, and
-// closes its streams when it ends.
-func startConn(cfg *config, r io.Reader, w io.Writer) *Conn {
-	c := newConn(cfg, context.Background(), r, w)
+// startConn serves c on a goroutine of its own and returns its Conn; c's
+// writer and reader are closed once it has ended.
+func startConn(c *conn) *Conn {
 	c.served = make(chan struct{})
 	go func() {
 		c.serveErr = c.serve(context.Background())

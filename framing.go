@@ -138,10 +138,11 @@ func appendHeader(b []byte, n int) []byte {
 
 // The framings a lineReader or lineWriter can be set to.
 const (
-	modeLine   = iota // newline-delimited, the fast path
-	modeHeader        // HeaderFraming
-	modeCustom        // a Framing of the user's, through its interface
-	modeWhole         // one message, the whole buffer: an HTTP body
+	modeLine    = iota // newline-delimited, the fast path
+	modeHeader         // HeaderFraming
+	modeCustom         // a Framing of the user's, through its interface; a Transport's reader
+	modeWhole          // one message, the whole buffer: an HTTP body
+	modeMessage        // a Transport's writer: each message handed on whole
 )
 
 // The phases of a lineReader in modeHeader.
@@ -549,7 +550,8 @@ func (h hookReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readCustom is ReadMessage for a Framing of the user's.
+// readCustom is ReadMessage for a Framing of the user's, and for a
+// Transport.
 func (lr *lineReader) readCustom() ([]byte, error) {
 	if lr.closed.Load() {
 		return nil, &closedError{}
@@ -582,7 +584,8 @@ func (lr *lineReader) readCustom() ([]byte, error) {
 const maxFrameScratch = 64 << 10
 
 // appendFramed appends one message, built by add, to buf, framed by the
-// writer's framing, which is not newline-delimited.
+// writer's framing, which is not newline-delimited, or, in modeMessage,
+// as a record that the Transport's end takes apart again.
 func (lw *lineWriter) appendFramed(buf []byte, add func([]byte) []byte) []byte {
 	if lw.mode == modeHeader {
 		// Build the message in place, then move it up to make room for
@@ -596,6 +599,9 @@ func (lw *lineWriter) appendFramed(buf []byte, add func([]byte) []byte) []byte {
 		copy(buf[start+len(h):], buf[start:start+n])
 		copy(buf[start:], h)
 		return buf
+	}
+	if lw.framing == nil { // modeMessage, a Transport's writer
+		return appendRecord(buf, add)
 	}
 	lw.scratch = add(lw.scratch[:0])
 	buf = lw.framing.AppendFrame(buf, lw.scratch)

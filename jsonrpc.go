@@ -112,6 +112,14 @@
 // protocol (a Content-Length header, a blank line, then the body), set
 // with [Options.Framing].
 //
+// Some media delimit messages themselves: WebSocket, an in-memory pipe, a
+// test double. A [Transport] carries such whole messages, one JSON message
+// or batch each, read with ReadMessage and sent with WriteMessage, never
+// split or joined; [NewTransportConn] and [Server.ServeTransport] run a
+// connection over one, with the limits, answers, order and lifecycle of a
+// stream. Nothing is framed or rewritten, so a message may span lines; a
+// message over the size limit is refused whatever the transport returns.
+//
 // # Sockets and HTTP
 //
 // [Server.ServeListener] serves every connection accepted from a

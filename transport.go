@@ -70,7 +70,8 @@ type lineReader struct {
 	// owner clears it once it has let go of its slices of that buffer.
 	letGo bool
 
-	// mode is the framing: modeLine, modeHeader or modeCustom.
+	// mode is the framing: modeLine, modeHeader or modeCustom (also for
+	// a Transport, whose transportEnd is then inner).
 	mode uint8
 
 	// In modeHeader: what is being read (phaseHeader, ...); the
@@ -223,14 +224,18 @@ func (lr *lineReader) detach() {
 }
 
 // Close marks the reader closed and closes the underlying reader if it is
-// an io.Closer, which unblocks a pending Read on most readers. It is
-// idempotent: later calls do nothing and return nil.
+// an io.Closer, which unblocks a pending Read on most readers, or the
+// Transport it reads. It is idempotent: later calls do nothing and return
+// nil.
 func (lr *lineReader) Close() error {
 	if lr.closed.Swap(true) {
 		return nil
 	}
 	if c, ok := lr.r.(io.Closer); ok {
 		return c.Close()
+	}
+	if e, ok := lr.inner.(*transportEnd); ok {
+		return e.Close()
 	}
 	return nil
 }
@@ -240,7 +245,8 @@ func (lr *lineReader) IsClosed() bool { return lr.closed.Load() }
 
 // A lineWriter writes newline-delimited messages, each exactly one line.
 // One that a connection makes for another [Framing] frames each
-// message by it instead.
+// message by it instead, and one for a [Transport] hands each message to
+// its WriteMessage whole and on its own.
 // It buffers what it is given and writes it out on Flush, or by itself
 // once enough has gathered. At most one Write to the underlying writer is
 // in flight at a time; messages written meanwhile join the next one, and
@@ -259,8 +265,11 @@ type lineWriter struct {
 	err     error
 	closed  atomic.Bool
 
-	// mode is the framing: modeLine, modeHeader or modeCustom. In
-	// modeCustom, framing frames each message, built first in scratch.
+	// mode is the framing: modeLine, modeHeader, modeCustom or
+	// modeMessage. In modeCustom, framing frames each message, built
+	// first in scratch. In modeMessage, w is the end of a Transport, and
+	// each message is put in the buffer after its length, so that the
+	// end can hand each to WriteMessage on its own (see appendRecord).
 	mode    uint8
 	framing Framing
 	scratch []byte
@@ -430,9 +439,10 @@ func (lw *lineWriter) tryAppend(add func([]byte) []byte) bool {
 // and head, then body straight from the caller's memory, then tail. Lines
 // that others add meanwhile wait in the buffer, after tail. Under
 // HeaderFraming, the header for the whole message goes before head; a
-// Framing of the user's gets the message whole, so there body is copied.
+// Framing of the user's, or a Transport, gets the message whole, so there
+// body is copied.
 func (lw *lineWriter) writeLarge(head, body, tail []byte) error {
-	if lw.mode == modeCustom {
+	if lw.mode >= modeCustom { // modeCustom or modeMessage; a writer is never modeWhole
 		return lw.append(func(b []byte) []byte {
 			return append(append(append(b, head...), body...), tail...)
 		}, true)

@@ -4,25 +4,23 @@
 // browser page that talks to the server.
 //
 // It serves the page at / and the JSON-RPC endpoint at /rpc, where each
-// WebSocket text message is one JSON-RPC message: a request, a
-// notification, a response or a batch. That is what a browser does
-// naturally (ws.send(JSON.stringify(msg)) and JSON.parse(event.data)), and
-// what other JSON-RPC servers over WebSocket expect. The mapping is a
-// small adapter, stream in stream.go, that makes a connection look like
-// the newline-delimited stream the library reads and writes: each message
-// read becomes one line, each line written becomes one message. So the
-// library's default framing serves it, with its limits (a message over
-// MaxMessageSize is dropped as it arrives and answered with -32600, and
-// the connection goes on) and its answers to broken input (-32700 for a
-// message that is not JSON).
+// WebSocket message is one JSON-RPC message: a request, a notification, a
+// response or a batch. That is what a browser does naturally
+// (ws.send(JSON.stringify(msg)) and JSON.parse(event.data)), and what
+// other JSON-RPC servers over WebSocket expect. The mapping is a small
+// jsonrpc.Transport, transport in transport.go, which reads and writes
+// whole messages, unchanged, and which Server.ServeTransport serves. So
+// the library's limits and answers to broken input apply as on any
+// stream: a message over MaxMessageSize is dropped as it arrives and
+// answered with -32600, and the connection goes on; a message that is not
+// JSON gets -32700. A message may span lines, as JSON.stringify(msg, null,
+// 2) makes it.
 //
 // The library could also run on websocket.NetConn, which turns a
 // connection into a net.Conn, but a net.Conn is a byte stream: every
 // Write becomes a message, whatever it holds, and the messages read run
-// together. The library writes several answers in one Write when they are
-// ready together, and reads lines, so a browser would have to end each
-// message with "\n" and split what it receives at each "\n". The adapter
-// keeps those details on the server.
+// together. A browser would have to end each message with "\n", never put
+// one inside, and split what it receives at each "\n".
 //
 // Both sides call: the page calls the server's methods, and "hello" calls
 // the page back (its method "whoami") with jsonrpc.Call, on the same
@@ -79,8 +77,9 @@ import (
 var pageFiles embed.FS
 
 // maxMessageSize is the largest message the server reads, in bytes. The
-// WebSocket library's own limit is off (see newStream): the jsonrpc reader
-// drops a longer message as it arrives, without holding it whole.
+// WebSocket library's own limit is off (see newTransport): the transport
+// drops a longer message as it arrives, without holding it whole, and the
+// server answers it.
 const maxMessageSize = 1 << 20
 
 // What a connection keeps of its notes is bounded in bytes and in count,
@@ -209,13 +208,14 @@ func newHandler(rpc *jsonrpc.Server, logger *slog.Logger) http.Handler {
 			logger.Debug("websocket accept", "remote", r.RemoteAddr, "err", err)
 			return
 		}
-		s := newStream(context.WithValue(r.Context(), sessionKey{}, &session{remote: r.RemoteAddr}), c)
-		defer s.Close()
-		// At the end of its input Serve waits for the handlers in flight,
-		// however long they take. Here the end of the input means that
-		// the peer has gone, so Serve runs under the stream's context,
-		// which ends with reading, and the handlers' contexts end too.
-		err = rpc.Serve(s.Context(), s, s)
+		t := newTransport(context.WithValue(r.Context(), sessionKey{}, &session{remote: r.RemoteAddr}), c, maxMessageSize)
+		// At the end of its input ServeTransport waits for the handlers
+		// in flight, however long they take. Here the end of the input
+		// means that the peer has gone, so it runs under the
+		// transport's context, which ends with reading, and the
+		// handlers' contexts end too. It closes the connection when it
+		// returns.
+		err = rpc.ServeTransport(t.Context(), t)
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, jsonrpc.ErrServerClosed) {
 			logger.Debug("connection ended", "remote", r.RemoteAddr, "err", err)
 		}

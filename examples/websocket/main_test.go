@@ -64,18 +64,25 @@ func (s *server) dial(t *testing.T) *websocket.Conn {
 	return c
 }
 
-// client connects a jsonrpc.Conn to s over the same adapter as the
-// server uses, answering the server's "whoami" with name.
+// client connects a jsonrpc.Conn to s over the same transport as the
+// server uses, answering the server's "whoami" with whoami.
 func (s *server) client(t *testing.T, whoami jsonrpc.Handler) *jsonrpc.Conn {
 	t.Helper()
-	st := newStream(context.Background(), s.dial(t))
+	client, _ := s.clientTransport(t, whoami)
+	return client
+}
+
+// clientTransport is client, and also returns the client's transport.
+func (s *server) clientTransport(t *testing.T, whoami jsonrpc.Handler) (*jsonrpc.Conn, *transport) {
+	t.Helper()
+	tr := newTransport(context.Background(), s.dial(t), maxMessageSize)
 	mux := new(jsonrpc.Mux)
 	if whoami != nil {
 		mux.Handle("whoami", whoami)
 	}
-	client := jsonrpc.NewConn(st, st, &jsonrpc.Options{Handler: mux})
+	client := jsonrpc.NewTransportConn(tr, &jsonrpc.Options{Handler: mux})
 	t.Cleanup(func() { client.Close() })
-	return client
+	return client, tr
 }
 
 // exchange sends msg as one text message and returns the next message
@@ -274,12 +281,13 @@ func TestServerCallsBack(t *testing.T) {
 }
 
 // TestCloseMidCall closes the connection while a handler waits for the
-// peer: the handler's context ends, and every goroutine of the
+// peer: the client's handler's context ends, the server's handler gets
+// the answer it waited for (an error), and every goroutine of the
 // connection, on both sides, ends (startServer checks).
 func TestCloseMidCall(t *testing.T) {
 	s := startServer(t)
 	asked := make(chan struct{})
-	client := s.client(t, jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	client, tr := s.clientTransport(t, jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 		close(asked)
 		<-ctx.Done() // never answers
 		return nil, ctx.Err()
@@ -297,6 +305,16 @@ func TestCloseMidCall(t *testing.T) {
 		assert.ErrorIs(t, err, jsonrpc.ErrClosed)
 	case <-time.After(waitTimeout):
 		t.Fatal("the call did not end with the connection")
+	}
+	// Close writes the cancelled whoami's answer, then closes the
+	// transport, just after it returns. Once the closing handshake is
+	// done, the server has read what came before it, so that its hello
+	// is answered before the test's cleanup shuts the server down: a
+	// server that is shut down reads nothing more.
+	select {
+	case <-tr.Context().Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("the client's transport was not closed")
 	}
 }
 

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// pair returns the two ends of a WebSocket connection on a loopback port:
+// the server's end as a transport that reads messages of at most limit
+// bytes, and the client's.
+func pair(t *testing.T, limit int) (*transport, *websocket.Conn) {
+	t.Helper()
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
+	accepted := make(chan *transport, 1)
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		accepted <- newTransport(context.Background(), c, limit)
+		<-release
+	}))
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(release) })
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.CloseNow() })
+	select {
+	case tr := <-accepted:
+		t.Cleanup(func() {
+			c.CloseNow() // first, or tr.Close waits for the client's reply to its close
+			tr.Close()
+		})
+		return tr, c
+	case <-ctx.Done():
+		t.Fatal("no connection accepted")
+		return nil, nil
+	}
+}
+
+// TestTransportRead reads messages as they were sent, newlines and all; one
+// over the limit is reported, and the next is read.
+func TestTransportRead(t *testing.T) {
+	tr, c := pair(t, 16)
+	for _, msg := range []string{"{\n}", "", "[1,\r\n2]", strings.Repeat("x", 17), strings.Repeat("y", 16)} {
+		send(t, c, msg)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(websocket.StatusNormalClosure, "") }() // waits for the server's reply
+	for _, want := range []string{"{\n}", "", "[1,\r\n2]", "too large", strings.Repeat("y", 16)} {
+		got, err := tr.ReadMessage()
+		if want == "too large" {
+			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+	_, err := tr.ReadMessage()
+	assert.ErrorIs(t, err, io.EOF, "a normal closure reads as io.EOF")
+	require.NoError(t, <-closed)
+	assert.Error(t, tr.Context().Err(), "the transport's context ends with reading")
+}
+
+// TestTransportWrite writes messages: each is one text message, as it is.
+func TestTransportWrite(t *testing.T) {
+	tr, c := pair(t, 16)
+	msgs := []string{"a\nb", "", "{\r\n}"}
+	for _, m := range msgs {
+		require.NoError(t, tr.WriteMessage([]byte(m)))
+	}
+	for _, want := range msgs {
+		assert.Equal(t, want, receive(t, c))
+	}
+}
