@@ -381,6 +381,13 @@ func (c *conn) stream(ctx context.Context, method string, params any) iter.Seq2[
 			c.leaveSlot(rc)
 			defer c.retakeSlot(rc)
 		}
+		// A call still pending on the way out was stopped by the range:
+		// its body broke, panicked or ended its goroutine.
+		defer func() {
+			if c.drop(id) {
+				c.sendCancel(id)
+			}
+		}()
 		for {
 			p.mu.Lock()
 			items := p.items
@@ -388,9 +395,6 @@ func (c *conn) stream(ctx context.Context, method string, params any) iter.Seq2[
 			p.mu.Unlock()
 			for _, item := range items {
 				if !yield(p.take(item), nil) {
-					if c.drop(id) {
-						c.sendCancel(id)
-					}
 					return
 				}
 			}

@@ -132,7 +132,7 @@ func encodeParams(params any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if string(raw) == "null" {
+	if string(bytes.Trim(raw, " \t\r\n")) == "null" { // a json.RawMessage may hold spaces
 		return nil, nil
 	}
 	if !validParams(raw) {

@@ -51,6 +51,9 @@ func (p *InProcess) Call(ctx context.Context, method string, params, result any)
 		}
 		return err
 	}
+	if result == nil {
+		return nil // dropped, as a connection's Call drops it
+	}
 	return decodeResult(res, result)
 }
 
@@ -98,6 +101,9 @@ func (p *InProcess) Stream(ctx context.Context, method string, params any) iter.
 		}
 		ls := &localSender{yield: yield}
 		if _, err := p.serve(ctx, &Request{ID: p.ids.Next(), Method: method, Params: raw}, ls); err != nil && !ls.stopped {
+			if ctx.Err() != nil {
+				err = ctx.Err() // as Call does, and a connection's Stream
+			}
 			yield(nil, err)
 		}
 	}
@@ -119,6 +125,9 @@ func (p *InProcess) serve(ctx context.Context, req *Request, ls *localSender) (r
 	}
 	defer func() {
 		if v := recover(); v != nil {
+			if ls.bodyExited {
+				panic(v) // the range's body panicked: the caller's panic, not the handler's
+			}
 			res, err = nil, internalError("panic", fmt.Sprint(v), false)
 		}
 	}()
@@ -128,7 +137,7 @@ func (p *InProcess) serve(ctx context.Context, req *Request, ls *localSender) (r
 	}
 	res, err = encodeValue(v)
 	if err != nil {
-		return nil, internalError(fmt.Sprintf("%T", err), err.Error(), false)
+		return nil, internalError(fmt.Sprintf("%T", err), "cannot encode result: "+err.Error(), false)
 	}
 	return res, nil
 }
@@ -140,6 +149,9 @@ type localSender struct {
 	cancel   context.CancelFunc
 	onNotify func(*Request)
 	stopped  bool
+	// bodyExited is set when the range's body panicked or ended its
+	// goroutine inside yield.
+	bodyExited bool
 }
 
 func (ls *localSender) notify(method string, params any) error {
@@ -165,7 +177,19 @@ func (ls *localSender) emit(item any) error {
 	if err != nil {
 		return err
 	}
-	if !ls.yield(json.RawMessage(raw), nil) {
+	returned := false
+	defer func() {
+		if !returned {
+			// The body panicked or called runtime.Goexit: the handler
+			// is cancelled before its own deferred calls run, which
+			// may wait for that.
+			ls.stopped, ls.bodyExited = true, true
+			ls.cancel()
+		}
+	}()
+	more := ls.yield(json.RawMessage(raw), nil)
+	returned = true
+	if !more {
 		ls.stopped = true
 		ls.cancel()
 		return context.Canceled

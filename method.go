@@ -34,9 +34,11 @@ type Method[P, R any] struct {
 // registered. NewMethod panics if name is empty or starts with "rpc."
 // (reserved by the specification), or if P is a type that cannot encode
 // as a JSON object or array, which the specification requires of params:
-// a number, a string, a bool, or a []byte (which encodes as a string).
-// Structs, maps, slices, arrays, pointers to them, interfaces and types
-// with their own MarshalJSON are accepted.
+// a number, a string, a bool, a []byte (which encodes as a string), or a
+// type whose MarshalText makes it a string. Structs, maps, slices,
+// arrays, pointers to them, interfaces and types with their own
+// MarshalJSON are accepted (a MarshalJSON declared on *T counts for a
+// P of *T, not of T, as encoding/json sees it).
 func NewMethod[P, R any](name string, opts ...ParamsOption) Method[P, R] {
 	checkMethod[P](name)
 	return Method[P, R]{name: name, opts: opts}
@@ -110,10 +112,14 @@ func (m StreamMethod[P, T]) Call(ctx context.Context, c Caller, params P) iter.S
 var (
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-	rawMessageType    = reflect.TypeFor[json.RawMessage]()
 )
 
 // checkMethod panics if name cannot name a method or P cannot be params.
+// P is judged as encoding/json encodes params, a value held by an
+// interface: by its MarshalJSON if it has one, else by its MarshalText
+// (as a string), else by its kind. A method declared on the pointer
+// counts for a pointer P, not for a value, which is not addressable; it
+// counts for the elements of a slice, which are.
 func checkMethod[P any](name string) {
 	switch {
 	case name == "":
@@ -122,18 +128,25 @@ func checkMethod[P any](name string) {
 		panic("jsonrpc: NewMethod: method names starting with \"rpc.\" are reserved: " + name)
 	}
 	t := reflect.TypeFor[P]()
-	for t.Kind() == reflect.Pointer && !t.Implements(marshalerType) {
+	for t.Kind() == reflect.Pointer && !t.Implements(marshalerType) && !t.Implements(textMarshalerType) {
 		t = t.Elem()
 	}
-	if t == rawMessageType || t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType) {
+	switch {
+	case t.Kind() == reflect.Interface:
+		return // what it holds decides
+	case t.Implements(marshalerType):
 		return // it says itself what it encodes as
-	}
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map, reflect.Array, reflect.Interface:
-		return
-	case reflect.Slice:
-		if t.Elem().Kind() != reflect.Uint8 || t.Elem().Implements(marshalerType) || t.Elem().Implements(textMarshalerType) {
+	case t.Implements(textMarshalerType):
+		// a string
+	default:
+		switch t.Kind() {
+		case reflect.Struct, reflect.Map, reflect.Array:
 			return
+		case reflect.Slice:
+			e := reflect.PointerTo(t.Elem())
+			if t.Elem().Kind() != reflect.Uint8 || e.Implements(marshalerType) || e.Implements(textMarshalerType) {
+				return
+			}
 		}
 	}
 	panic("jsonrpc: NewMethod: params of " + name + " must encode as a JSON object or array, not " + t.String())

@@ -1,0 +1,185 @@
+package jsonrpc_test
+
+// This file tests Peer where it has no peer to call (outside a handler,
+// in a handler served over HTTP), that it reaches the connection from a
+// context derived from the handler's, and that it allocates nothing.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// peerOutcome is what each method of a Peer returned.
+type peerOutcome struct {
+	Call, Notify, Batch error
+	Stream              []error // the error of each pair
+	StreamItems         int     // the pairs that carried an item
+}
+
+// probePeer calls each method of jsonrpc.Peer(ctx).
+func probePeer(ctx context.Context) peerOutcome {
+	var o peerOutcome
+	p := jsonrpc.Peer(ctx)
+	o.Call = p.Call(ctx, "m", []int{1}, nil)
+	o.Notify = p.Notify(ctx, "n", nil)
+	o.Batch = p.Batch(ctx, &jsonrpc.BatchCall{Method: "m"})
+	for item, err := range p.Stream(ctx, "s", nil) {
+		if item != nil {
+			o.StreamItems++
+		}
+		o.Stream = append(o.Stream, err)
+	}
+	return o
+}
+
+type peerCtxKey struct{}
+
+func TestPeerOutsideHandler(t *testing.T) {
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"Background", context.Background()},
+		{"TODO", context.TODO()},
+		{"test context", t.Context()},
+		{"with a value", context.WithValue(t.Context(), peerCtxKey{}, 1)},
+		{"cancelled", cancelled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := probePeer(tc.ctx)
+			assert.ErrorIs(t, o.Call, jsonrpc.ErrNoConnection, "Call")
+			assert.ErrorIs(t, o.Notify, jsonrpc.ErrNoConnection, "Notify")
+			assert.ErrorIs(t, o.Batch, jsonrpc.ErrNoConnection, "Batch")
+			if assert.Len(t, o.Stream, 1, "Stream yields one pair") {
+				assert.ErrorIs(t, o.Stream[0], jsonrpc.ErrNoConnection, "Stream")
+			}
+			assert.Zero(t, o.StreamItems)
+		})
+	}
+	t.Run("a typed method through it", func(t *testing.T) {
+		_, err := v1Add.Call(t.Context(), jsonrpc.Peer(t.Context()), v1Operands{})
+		assert.ErrorIs(t, err, jsonrpc.ErrNoConnection)
+		assert.ErrorIs(t, v1Notify.Notify(t.Context(), jsonrpc.Peer(t.Context()), v1Note{}), jsonrpc.ErrNoConnection)
+		var errs []error
+		for _, err := range v1Items.Call(t.Context(), jsonrpc.Peer(t.Context()), v1Count{N: 1}) {
+			errs = append(errs, err)
+		}
+		if assert.Len(t, errs, 1) {
+			assert.ErrorIs(t, errs[0], jsonrpc.ErrNoConnection)
+		}
+	})
+}
+
+// TestPeerOverHTTP checks that a handler served over HTTP cannot call the
+// client: Call, Batch and Stream fail with an error wrapping
+// ErrNoConnection, while Notify works (and goes nowhere with a plain JSON
+// response).
+func TestPeerOverHTTP(t *testing.T) {
+	checkLeaks(t)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("probe", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		o := probePeer(ctx)
+		return map[string]any{
+			"call":        o.Call != nil && errors.Is(o.Call, jsonrpc.ErrNoConnection),
+			"batch":       o.Batch != nil && errors.Is(o.Batch, jsonrpc.ErrNoConnection),
+			"notify":      o.Notify == nil,
+			"streamPairs": len(o.Stream),
+			"stream":      len(o.Stream) == 1 && errors.Is(o.Stream[0], jsonrpc.ErrNoConnection),
+		}, nil
+	})
+	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
+	defer ts.Close()
+	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	var got map[string]any
+	require.NoError(t, c.Call(t.Context(), "probe", nil, &got))
+	assert.Equal(t, map[string]any{"call": true, "batch": true, "notify": true, "streamPairs": 1.0, "stream": true}, got)
+}
+
+// TestPeerDerivedContext checks that Peer reaches the connection from a
+// context derived from the handler's, on a connection and in process.
+func TestPeerDerivedContext(t *testing.T) {
+	checkLeaks(t)
+	var notes []string
+	inner := new(jsonrpc.Mux)
+	inner.HandleFunc("derived", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		ctx, cancel := context.WithCancel(context.WithValue(ctx, peerCtxKey{}, "x"))
+		defer cancel()
+		return nil, jsonrpc.Peer(ctx).Notify(ctx, "from/derived", []string{ctx.Value(peerCtxKey{}).(string)})
+	})
+	ip := &jsonrpc.InProcess{Handler: inner, OnNotify: func(req *jsonrpc.Request) {
+		notes = append(notes, req.Method+" "+string(req.Params))
+	}}
+	require.NoError(t, ip.Call(t.Context(), "derived", nil, nil))
+	assert.Equal(t, []string{`from/derived ["x"]`}, notes)
+
+	got := make(chan string, 1)
+	c := newPairOpts(t, inner, &jsonrpc.Options{OnNotify: func(req *jsonrpc.Request) {
+		got <- req.Method + " " + string(req.Params)
+	}})
+	require.NoError(t, c.Call(t.Context(), "derived", nil, nil))
+	assert.Equal(t, `from/derived ["x"]`, recv(t, got, "the notification"))
+}
+
+// peerSink keeps what Peer returns, so that the compiler cannot drop the
+// call.
+var peerSink jsonrpc.Caller
+
+// allocsOfPeer measures the allocations of Peer(ctx) and of Peer on a
+// context derived from ctx.
+func allocsOfPeer(ctx context.Context) [2]float64 {
+	derived := context.WithValue(ctx, peerCtxKey{}, 1)
+	return [2]float64{
+		testing.AllocsPerRun(100, func() { peerSink = jsonrpc.Peer(ctx) }),
+		testing.AllocsPerRun(100, func() { peerSink = jsonrpc.Peer(derived) }),
+	}
+}
+
+func TestPeerDoesNotAllocate(t *testing.T) {
+	checkLeaks(t)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("allocs", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		return allocsOfPeer(ctx), nil
+	})
+	mux.Handle("stream_allocs", jsonrpc.Stream(func(ctx context.Context, _ struct{}) iter.Seq2[[2]float64, error] {
+		return func(yield func([2]float64, error) bool) { yield(allocsOfPeer(ctx), nil) }
+	}))
+	a, _ := twConnPair(t, nil, &jsonrpc.Options{Handler: mux})
+	tests := []struct {
+		name string
+		c    jsonrpc.Caller
+	}{
+		{"on a connection", newPair(t, mux)},
+		{"on a two-way Conn", a},
+		{"in process", &jsonrpc.InProcess{Handler: mux}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [2]float64
+			require.NoError(t, tc.c.Call(t.Context(), "allocs", nil, &got))
+			assert.Equal(t, [2]float64{0, 0}, got, "allocations of Peer(ctx) and Peer(derived ctx) in a handler")
+			n := 0
+			for raw, err := range tc.c.Stream(t.Context(), "stream_allocs", nil) {
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(raw, &got))
+				n++
+			}
+			assert.Equal(t, 1, n)
+			assert.Equal(t, [2]float64{0, 0}, got, "allocations of Peer(ctx) and Peer(derived ctx) in a stream")
+		})
+	}
+	t.Run("outside a handler", func(t *testing.T) {
+		assert.Equal(t, [2]float64{0, 0}, allocsOfPeer(t.Context()))
+	})
+}
