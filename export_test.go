@@ -14,9 +14,13 @@ var (
 )
 
 const (
-	DefaultMaxBatch       = defaultMaxBatch
-	DefaultMaxInFlight    = defaultMaxInFlight
-	DefaultMaxMessageSize = defaultMaxMessageSize
-	CodeServerErrorMin    = codeServerErrorMin
-	CodeServerErrorMax    = codeServerErrorMax
+	DefaultMaxBatch        = defaultMaxBatch
+	DefaultMaxInFlight     = defaultMaxInFlight
+	DefaultMaxMessageSize  = defaultMaxMessageSize
+	DefaultMaxPendingBytes = defaultMaxPendingBytes
+	DefaultMaxStreamBuffer = defaultMaxStreamBuffer
+	DefaultStopGrace       = defaultStopGrace
+	CancelMethod           = cancelMethod
+	CodeServerErrorMin     = codeServerErrorMin
+	CodeServerErrorMax     = codeServerErrorMax
 )

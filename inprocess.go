@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"sync/atomic"
 )
 
 // An InProcess calls a Handler in the same process, as a peer would call
@@ -118,7 +119,8 @@ func (p *InProcess) serve(ctx context.Context, req *Request, ls *localSender) (r
 	if ls == nil {
 		ls = new(localSender)
 	}
-	ls.cancel, ls.onNotify = cancel, p.OnNotify
+	ls.cancel, ls.onNotify, ls.req = cancel, p.OnNotify, req
+	defer ls.ended.Store(true)
 	h := p.Handler
 	if h == nil {
 		h = (*Mux)(nil)
@@ -148,6 +150,8 @@ type localSender struct {
 	yield    func(json.RawMessage, error) bool
 	cancel   context.CancelFunc
 	onNotify func(*Request)
+	req      *Request    // for RequestFromContext
+	ended    atomic.Bool // the handler has returned
 	stopped  bool
 	// bodyExited is set when the range's body panicked or ended its
 	// goroutine inside yield.

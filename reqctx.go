@@ -146,8 +146,15 @@ func (rc *reqCtx) end() {
 // has returned. Like the *Request a handler is given, it must not be kept
 // after the handler returns.
 func RequestFromContext(ctx context.Context) *Request {
-	if rc, ok := ctx.Value(senderKey{}).(*reqCtx); ok && rc.flags.Load()&flagEnded == 0 {
-		return rc.req
+	switch s := ctx.Value(senderKey{}).(type) {
+	case *reqCtx:
+		if s.flags.Load()&flagEnded == 0 {
+			return s.req
+		}
+	case *localSender:
+		if !s.ended.Load() {
+			return s.req
+		}
 	}
 	return nil
 }
