@@ -301,7 +301,7 @@ func TestHTTPContext(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), Header: http.Header{"Authorization": {"Bearer t0ken"}}}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), Header: http.Header{"Authorization": {"Bearer t0ken"}}}
 	var who string
 	require.NoError(t, c.Call(t.Context(), "whoami", nil, &who))
 	assert.Equal(t, "Bearer t0ken", who)
@@ -356,7 +356,7 @@ func TestHTTPClient(t *testing.T) {
 	ctx := t.Context()
 
 	var notes []string
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
 		notes = append(notes, r.Method+" "+string(r.Params))
 	}}
 	for i := range 20 {
@@ -404,7 +404,7 @@ func TestHTTPClient(t *testing.T) {
 		require.ErrorAs(t, err, &werr)
 	}
 
-	bad415 := &jsonrpc.HTTPClient{URL: ts.URL + "/", Client: &http.Client{Transport: contentTypeSetter{ts.Client().Transport}}}
+	bad415 := &jsonrpc.HTTPClient{URL: ts.URL + "/", HTTP: &http.Client{Transport: contentTypeSetter{ts.Client().Transport}}}
 	err = bad415.Call(ctx, "sum", []int{1}, nil)
 	var herr *jsonrpc.HTTPError
 	require.ErrorAs(t, err, &herr)
@@ -440,7 +440,7 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 			}))
 			defer ts.Close()
 			var notes []string
-			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
+			c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
 				notes = append(notes, r.Method+string(r.Params))
 			}}
 			var n int
@@ -457,7 +457,7 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 			_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"log\"}\n\n")
 		}))
 		defer ts.Close()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 		assert.Error(t, c.Call(t.Context(), "x", nil, nil))
 	})
 	t.Run("event over the limit", func(t *testing.T) {
@@ -466,7 +466,7 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 			_, _ = io.WriteString(w, "data: "+strings.Repeat("x", 10000)+"\n\n")
 		}))
 		defer ts.Close()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), MaxMessageSize: 1000}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), MaxMessageSize: 1000}
 		assert.ErrorIs(t, c.Call(t.Context(), "x", nil, nil), jsonrpc.ErrMessageTooLarge)
 	})
 }
@@ -561,7 +561,7 @@ func TestHTTPShutdown(t *testing.T) {
 	srv := &jsonrpc.Server{Handler: mux, CancelGrace: time.Second}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 
 	var wg sync.WaitGroup
 	var got string
@@ -599,7 +599,7 @@ func TestHTTPCloseCancels(t *testing.T) {
 	srv := &jsonrpc.Server{Handler: mux}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 	errc := make(chan error, 1)
 	go func() { errc <- c.Call(t.Context(), "block", nil, nil) }()
 	<-started
@@ -619,7 +619,7 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	defer ts.Close()
 	tr := ts.Client().Transport.(*http.Transport)
 	tr.MaxIdleConnsPerHost = 128
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 	for _, callers := range []int{1, 64} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			// callLoop runs its parallelism per GOMAXPROCS.

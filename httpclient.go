@@ -43,12 +43,12 @@ type HTTPClient struct {
 	// URL is the server's endpoint.
 	URL string
 
-	// Client sends the requests; nil means [http.DefaultClient]. Its
+	// HTTP sends the requests; nil means [http.DefaultClient]. Its
 	// Transport keeps only two idle connections per host: with more
 	// concurrent callers, give the client a Transport whose
 	// MaxIdleConnsPerHost is at least their number, or most calls open
 	// a new connection.
-	Client *http.Client
+	HTTP *http.Client
 
 	// Header holds headers added to every request, such as
 	// Authorization.
@@ -366,7 +366,7 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (exch
 	}
 	req.Header.Set("Content-Type", contentJSON)
 	req.Header.Set("Accept", accept)
-	hc := c.Client
+	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
