@@ -133,11 +133,16 @@ func (c *conn) sendErr(ctx context.Context, err error) error {
 // add registers p under a new id.
 func (c *conn) add(p *pending) (int64, error) {
 	id := c.ids.n.Add(1)
+	return id, c.addAt(id, p)
+}
+
+// addAt registers p under id, drawn from c.ids.
+func (c *conn) addAt(id int64, p *pending) error {
 	c.pmu.Lock()
 	if c.callErr != nil {
 		err := c.callErr
 		c.pmu.Unlock()
-		return 0, err
+		return err
 	}
 	if c.pending == nil {
 		c.pending = make(map[int64]*pending)
@@ -154,7 +159,7 @@ func (c *conn) add(p *pending) (int64, error) {
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}
-	return id, nil
+	return nil
 }
 
 // drop forgets the call with id, and reports whether it was still
@@ -231,123 +236,6 @@ func (c *conn) notifyPeer(ctx context.Context, method string, params any) error 
 		return c.sendErr(ctx, err)
 	}
 	return nil
-}
-
-// A BatchCall is one entry of a [Client.Batch].
-type BatchCall struct {
-	// Method and Params are the call's method and params, as for
-	// [Client.Call].
-	Method string
-	Params any
-	// Notify makes the entry a notification, which gets no response.
-	Notify bool
-	// Result, if not nil, receives the decoded result.
-	Result any
-	// Err is set by Batch: nil for a success, the *Error the peer
-	// answered with, or why the result could not be decoded.
-	Err error
-}
-
-// batch sends calls as one array and waits for their responses; see
-// [Client.Batch].
-func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
-	if len(calls) == 0 {
-		return errors.New("jsonrpc: empty batch")
-	}
-	// failAll gives every call that expects a response the error that
-	// ended the batch.
-	failAll := func(err error) error {
-		for _, bc := range calls {
-			if !bc.Notify {
-				bc.Err = err
-			}
-		}
-		return err
-	}
-	raws := make([][]byte, len(calls))
-	for i, bc := range calls {
-		raw, err := encodeParams(bc.Params)
-		if err != nil {
-			return err
-		}
-		raws[i] = raw
-	}
-	ids := make([]int64, len(calls))
-	ps := make([]*pending, len(calls))
-	for i, bc := range calls {
-		if bc.Notify {
-			continue
-		}
-		ps[i] = &pending{done: make(chan struct{}, 1), dest: bc.Result}
-		id, err := c.add(ps[i])
-		if err != nil {
-			c.dropAll(ids[:i])
-			return failAll(err)
-		}
-		ids[i] = id
-	}
-	rc := c.slotHolder(ctx)
-	if rc != nil {
-		c.releaseReader(rc)
-	}
-	err := c.send(ctx, func(b []byte) []byte {
-		b = append(b, '[')
-		for i, bc := range calls {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if bc.Notify {
-				b = appendRequest(b, "", bc.Method, raws[i])
-			} else {
-				b = appendCall(b, ids[i], bc.Method, raws[i])
-			}
-		}
-		return append(b, ']')
-	})
-	if err != nil {
-		c.dropAll(ids)
-		return failAll(c.sendErr(ctx, err))
-	}
-	if rc != nil {
-		c.leaveSlot(rc)
-		defer c.retakeSlot(rc)
-	}
-	var first error // the close that ended the batch, if any
-	for i, p := range ps {
-		if p == nil {
-			continue
-		}
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			// Calls still waiting are cancelled and fail with ctx's
-			// error; a call whose response is being delivered keeps it.
-			for j := i; j < len(ps); j++ {
-				if ps[j] == nil {
-					continue
-				}
-				if c.abandon(ids[j], ps[j]) {
-					calls[j].Err = ctx.Err()
-				} else {
-					calls[j].Err = ps[j].err
-				}
-			}
-			return ctx.Err()
-		}
-		calls[i].Err = p.err
-		if errors.Is(p.err, ErrClosed) && first == nil {
-			first = p.err
-		}
-	}
-	return first
-}
-
-func (c *conn) dropAll(ids []int64) {
-	for _, id := range ids {
-		if id != 0 {
-			c.drop(id)
-		}
-	}
 }
 
 // stream calls a streaming method and returns its items; see
@@ -440,10 +328,7 @@ func (p *pending) take(item []byte) []byte {
 //
 // With act unset, it only reports whether the item is for a call of ours.
 func (c *conn) streamItem(params []byte, act bool) bool {
-	if len(params) == 0 || params[0] != '{' {
-		return false
-	}
-	id, ok := parseID(memberValue(params, "id"))
+	id, ok := streamTarget(params)
 	if !ok || id <= 0 || id > c.ids.n.Load() {
 		return false // the peer's own
 	}
@@ -483,15 +368,23 @@ func (c *conn) streamItem(params []byte, act bool) bool {
 	return true
 }
 
-// itemOf returns a copy of the "item" member of stream params.
-func itemOf(params []byte) []byte {
-	var v struct {
-		Item json.RawMessage `json:"item"`
+// streamTarget returns the id of the call that stream params, those of a
+// "$/stream" notification, carry an item for, if it is one of ours.
+func streamTarget(params []byte) (int64, bool) {
+	if len(params) == 0 || params[0] != '{' {
+		return 0, false
 	}
-	if json.Unmarshal(params, &v) != nil || v.Item == nil {
-		return []byte("null")
+	return parseID(memberValue(params, "id"))
+}
+
+// itemOf returns a copy of the "item" member of stream params, or null if
+// they have none.
+func itemOf(params []byte) json.RawMessage {
+	item := memberValue(params, "item")
+	if item == nil {
+		return json.RawMessage("null")
 	}
-	return v.Item
+	return append(json.RawMessage(nil), item...)
 }
 
 // parseID returns the number an id of ours was written as.
@@ -540,13 +433,20 @@ func (c *conn) deliver(e *envelope) {
 		return
 	}
 	// The caller waits for done, so its result is ours to fill.
-	switch {
-	case resp.Error != nil:
-		p.err = resp.Error
-	case p.dest != nil:
-		p.err = decodeResult(resp.Result, p.dest)
-	}
+	p.err = decodeAnswer(resp, p.dest)
 	p.done <- struct{}{}
+}
+
+// decodeAnswer returns the outcome of a call answered with r: the error r
+// carries, or that of decoding its result into dest (nil to drop it).
+func decodeAnswer(r Response, dest any) error {
+	switch {
+	case r.Error != nil:
+		return r.Error
+	case dest != nil:
+		return decodeResult(r.Result, dest)
+	}
+	return nil
 }
 
 // decodeResult decodes a result, already validated as JSON, into dest as

@@ -471,6 +471,59 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 	})
 }
 
+// TestHTTPClientMatchesAsAConnection answers HTTPClient's batches and
+// streams with canned responses that a connection's reader would also
+// have to sort out: answers to ids not in the batch, an id answered
+// twice, an invalid answer, items for another call, and an item without
+// its "item" member.
+func TestHTTPClientMatchesAsAConnection(t *testing.T) {
+	checkLeaks(t)
+	var body string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := firstID(r)
+		ids := strings.NewReplacer("ID+1", fmt.Sprint(id+1), "ID+2", fmt.Sprint(id+2), "ID+3", fmt.Sprint(id+3), "ID", fmt.Sprint(id))
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, ids.Replace(body))
+	}))
+	defer ts.Close()
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
+	ctx := t.Context()
+
+	t.Run("batch", func(t *testing.T) {
+		// The batch's ids are ID, ID+1 (a notification's, unused) and
+		// ID+2; ID+3 is no call of the batch.
+		body = "data: [" + strings.Join([]string{
+			`{"jsonrpc":"2.0","id":ID,"result":"first"}`,
+			`{"jsonrpc":"2.0","id":ID,"result":"second"}`,
+			`{"jsonrpc":"2.0","id":ID+1,"result":"to a notification"}`,
+			`{"jsonrpc":"2.0","id":ID+3,"result":"to no one"}`,
+			`{"jsonrpc":"2.0","id":ID+2,"result":1,"error":{"code":1,"message":"both"}}`,
+		}, ",") + "]\n\n"
+		var got string
+		a := &jsonrpc.BatchCall{Method: "a", Result: &got}
+		n := &jsonrpc.BatchCall{Method: "n", Notify: true}
+		b := &jsonrpc.BatchCall{Method: "b"}
+		require.NoError(t, c.Batch(ctx, a, n, b))
+		assert.NoError(t, a.Err)
+		assert.Equal(t, "first", got, "the first answer to an id is taken, as on a connection")
+		assert.NoError(t, n.Err)
+		assert.ErrorContains(t, b.Err, "invalid response")
+	})
+	t.Run("stream", func(t *testing.T) {
+		body = "data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"id":ID,"item":{"a":1}}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"id":ID+1,"item":2}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"id":ID}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"item":3}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","id":ID,"result":2}` + "\n\n"
+		var items []string
+		for item, err := range c.Stream(ctx, "s", nil) {
+			require.NoError(t, err)
+			items = append(items, string(item))
+		}
+		assert.Equal(t, []string{`{"a":1}`, "null"}, items, "an item without its member is null, as on a connection")
+	})
+}
+
 // TestHTTPBodyAbuse sends bodies that lie about their length, and one
 // that arrives slower than the server's read timeout.
 func TestHTTPBodyAbuse(t *testing.T) {

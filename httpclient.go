@@ -15,7 +15,6 @@ import (
 	"iter"
 	"mime"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -111,15 +110,9 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 		if kind != lineObject {
 			return false, nil
 		}
-		res, found, err := c.answerTo(e, id)
-		if !found {
-			return true, nil
-		}
-		answered = true
-		if err == nil && result != nil {
-			err = decodeResult(res, result)
-		}
-		return false, err
+		found, err := c.answerTo(e, id, result)
+		answered = found
+		return !found, err
 	})
 	if err == nil && !answered {
 		err = errNoAnswer
@@ -145,38 +138,17 @@ func (c *HTTPClient) Notify(ctx context.Context, method string, params any) erro
 // Batch sends calls as one JSON array in one POST and matches each answer
 // to its call by id, as [Client.Batch] does.
 func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
-	if len(calls) == 0 {
-		return errors.New("jsonrpc: empty batch")
-	}
-	ids := make(map[int64]*BatchCall, len(calls))
-	body := []byte{'['}
-	for i, bc := range calls {
-		raw, err := encodeParams(bc.Params)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			body = append(body, ',')
-		}
-		if bc.Notify {
-			body = appendRequest(body, "", bc.Method, raw)
-			continue
-		}
-		id := c.ids.Add(1)
-		ids[id] = bc
-		bc.Err = errNoAnswer
-		body = appendCall(body, id, bc.Method, raw)
-	}
-	body = append(body, ']')
-	x, err := c.post(ctx, body, c.accept())
+	b, err := newOutBatch(calls, &c.ids)
 	if err != nil {
-		for _, bc := range ids {
-			bc.Err = err
-		}
 		return err
 	}
+	x, err := c.post(ctx, b.appendTo(nil), c.accept())
+	if err != nil {
+		return b.fail(err)
+	}
 	defer x.end()
-	return c.messages(&x, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
+	b.expect(errNoAnswer)
+	err = c.messages(&x, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
 		switch kind {
 		case lineObject:
 			if c.note(e) {
@@ -185,34 +157,17 @@ func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
 			// A single error answer, such as a Parse error, for the
 			// whole batch.
 			if r, why := e.response(); why == "" && r.Error != nil {
-				for _, bc := range ids {
-					bc.Err = r.Error
-				}
+				b.expect(r.Error)
 				return false, r.Error
 			}
 		case lineBatch:
-			for i := range batch {
-				id, ok := parseID(batch[i].id)
-				bc := ids[id]
-				if !ok || bc == nil {
-					continue
-				}
-				r, why := batch[i].response()
-				switch {
-				case why != "":
-					bc.Err = fmt.Errorf("jsonrpc: invalid response: %s", why)
-				case r.Error != nil:
-					bc.Err = r.Error
-				case bc.Result != nil:
-					bc.Err = decodeResult(r.Result, bc.Result)
-				default:
-					bc.Err = nil
-				}
-			}
+			b.match(batch)
 			return false, nil
 		}
 		return true, nil
 	})
+	b.collect()
+	return err
 }
 
 // Stream calls a streaming method (see [Stream]) and returns its items as
@@ -236,23 +191,21 @@ func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter
 			return
 		}
 		defer x.end()
-		quoted := strconv.AppendInt(nil, id, 10)
 		answered, stopped := false, false
 		err = c.messages(&x, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
 			if kind != lineObject {
 				return false, nil
 			}
 			if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamMethod {
-				if bytes.Equal(memberValue(e.params, "id"), quoted) {
-					item := append(json.RawMessage(nil), memberValue(e.params, "item")...)
-					if !yield(item, nil) {
+				if to, ok := streamTarget(e.params); ok && to == id && e.checkRequest() == "" {
+					if !yield(itemOf(e.params), nil) {
 						stopped = true
 						return false, nil
 					}
 				}
 				return true, nil
 			}
-			_, found, err := c.answerTo(e, id)
+			found, err := c.answerTo(e, id, nil)
 			answered = found
 			return !found, err
 		})
@@ -279,23 +232,21 @@ func (c *HTTPClient) accept() string {
 }
 
 // answerTo reports whether e, one message of a response, is the answer to
-// the call id, and returns its result or the error it carries. A
-// notification goes to OnNotify; other messages are skipped.
-func (c *HTTPClient) answerTo(e *envelope, id int64) (result []byte, found bool, err error) {
+// the call id, and if so returns the error it carries, or that of
+// decoding its result into dest (nil to drop it). A notification goes to
+// OnNotify; other messages are skipped.
+func (c *HTTPClient) answerTo(e *envelope, id int64, dest any) (found bool, err error) {
 	if c.note(e) {
-		return nil, false, nil
+		return false, nil
 	}
 	if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
-		return nil, false, nil
+		return false, nil
 	}
-	r, why := e.response()
-	switch {
-	case why != "":
-		return nil, true, fmt.Errorf("jsonrpc: invalid response: %s", why)
-	case r.Error != nil:
-		return nil, true, r.Error
+	r, err := e.answer()
+	if err == nil {
+		err = decodeAnswer(r, dest)
 	}
-	return r.Result, true, nil
+	return true, err
 }
 
 // note hands a notification to OnNotify and reports whether e was one.
