@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"iter"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -33,25 +32,45 @@ type pending struct {
 }
 
 // call sends a request and waits for its response; see [Client.Call].
-func (c *conn) call(ctx context.Context, method string, params, result any) error {
-	raw, err := encodeParams(params)
-	if err != nil {
-		return err
+//
+// oc is nil for a call as the caller makes it: its params are encoded
+// here, and it passes through the interceptors if there are any. From the
+// innermost send of the chain, oc is the call as the chain passes it on,
+// with its params encoded and its id drawn (sendParams, sendID), and the
+// call gives up no handler's slot, as it may come from a goroutine other
+// than the handler's. (One function serves both, so that the direct path
+// costs no more than it did before interceptors.)
+func (c *conn) call(ctx context.Context, method string, params, result any, oc *outgoing) error {
+	var (
+		raw []byte
+		id  int64
+		rc  *reqCtx
+	)
+	if oc == nil {
+		var err error
+		if raw, err = encodeParams(params); err != nil {
+			return err
+		}
+		id = c.ids.n.Add(1)
+		if c.chain != nil {
+			return c.through(ctx, &outgoing{id: id, params: raw}, method, result)
+		}
+		rc = c.slotHolder(ctx)
+	} else {
+		raw, id = oc.sendParams, oc.sendID
 	}
 	p, _ := c.calls.Get().(*pending)
 	if p == nil {
 		p = &pending{done: make(chan struct{}, 1)}
 	}
 	p.dest = result
-	id, err := c.add(p)
-	if err != nil {
+	if err := c.add(id, p); err != nil {
 		return err
 	}
-	rc := c.slotHolder(ctx)
 	if rc != nil {
 		c.releaseReader(rc)
 	}
-	err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 	if err != nil {
 		if c.drop(id) {
 			return c.sendErr(ctx, err)
@@ -76,6 +95,39 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 	p.dest, p.err = nil, nil
 	c.calls.Put(p)
 	return err
+}
+
+// through passes oc, a call or a stream, through the connection's
+// interceptors, and decodes its result into dest (nil to drop it). A
+// handler of ours that makes it gives up its slot meanwhile.
+func (c *conn) through(ctx context.Context, oc *outgoing, method string, dest any) error {
+	if rc := c.slotHolder(ctx); rc != nil {
+		c.releaseReader(rc)
+		c.leaveSlot(rc)
+		defer c.retakeSlot(rc)
+	}
+	return oc.through(ctx, c.chain, method, dest)
+}
+
+// nextID, sendCall, sendNotify and sendStream make the connection the
+// outbound of its chain of interceptors.
+
+func (c *conn) nextID() int64 { return c.ids.n.Add(1) }
+
+func (c *conn) sendCall(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, error) {
+	var result json.RawMessage
+	oc.sendID, oc.sendParams = id, params
+	err := c.call(ctx, method, nil, &result, oc)
+	return result, err
+}
+
+func (c *conn) sendNotify(ctx context.Context, oc *outgoing, method string, params []byte) error {
+	oc.sendParams = params
+	return c.notifyPeer(ctx, method, nil, oc)
+}
+
+func (c *conn) sendStream(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, bool, error) {
+	return c.streamCall(ctx, nil, id, method, params, oc.yield, true)
 }
 
 func appendCall(b []byte, id int64, method string, params []byte) []byte {
@@ -130,14 +182,8 @@ func (c *conn) sendErr(ctx context.Context, err error) error {
 	return c.closedErr(err)
 }
 
-// add registers p under a new id.
-func (c *conn) add(p *pending) (int64, error) {
-	id := c.ids.n.Add(1)
-	return id, c.addAt(id, p)
-}
-
-// addAt registers p under id, drawn from c.ids.
-func (c *conn) addAt(id int64, p *pending) error {
+// add registers p under id, drawn from c.ids.
+func (c *conn) add(id int64, p *pending) error {
 	c.pmu.Lock()
 	if c.callErr != nil {
 		err := c.callErr
@@ -219,97 +265,116 @@ func (c *conn) closedErr(err error) error {
 	return &closedError{cause: err}
 }
 
-// notifyPeer sends a notification; see [Client.Notify].
-func (c *conn) notifyPeer(ctx context.Context, method string, params any) error {
+// notifyPeer sends a notification; see [Client.Notify]. oc is nil, or
+// the notification as the innermost send of the chain of interceptors has
+// it, as for call.
+func (c *conn) notifyPeer(ctx context.Context, method string, params any, oc *outgoing) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	raw, err := encodeParams(params)
-	if err != nil {
-		return err
+	var raw []byte
+	if oc == nil {
+		var err error
+		if raw, err = encodeParams(params); err != nil {
+			return err
+		}
+		if c.chain != nil {
+			return (&outgoing{params: raw}).through(ctx, c.chain, method, nil)
+		}
+	} else {
+		raw = oc.sendParams
 	}
 	if err := c.callError(); err != nil {
 		return err
 	}
-	err = c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
+	err := c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
 	if err != nil {
 		return c.sendErr(ctx, err)
 	}
 	return nil
 }
 
-// stream calls a streaming method and returns its items; see
-// [Client.Stream].
-func (c *conn) stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return func(yield func(json.RawMessage, error) bool) {
-		raw, err := encodeParams(params)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		p := &pending{done: make(chan struct{}, 1), stream: true, signal: make(chan struct{}, 1)}
-		id, err := c.add(p)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		rc := c.slotHolder(ctx)
-		if rc != nil {
-			c.releaseReader(rc)
-		}
-		err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
-		if err != nil {
-			c.drop(id)
-			yield(nil, c.sendErr(ctx, err))
-			return
-		}
-		if rc != nil {
-			// The range's body runs without the slot too: a stream
-			// is a wait for the peer from its call to its end.
-			c.leaveSlot(rc)
-			defer c.retakeSlot(rc)
-		}
-		for {
-			p.mu.Lock()
-			items := p.items
-			p.items = nil
-			p.mu.Unlock()
-			for _, item := range items {
-				if !yield(p.take(item), nil) {
-					if c.drop(id) {
-						c.sendCancel(id)
-					}
-					return
+// stream makes a stream call for streamItems; see [Client.Stream].
+func (c *conn) stream(ctx context.Context, method string, raw []byte, yield func(json.RawMessage, error) bool) (bool, error) {
+	id := c.ids.n.Add(1)
+	if c.chain != nil {
+		oc := &outgoing{id: id, params: raw, yield: yield}
+		err := c.through(ctx, oc, method, nil)
+		return oc.stopped, err
+	}
+	_, stopped, err := c.streamCall(ctx, c.slotHolder(ctx), id, method, raw, yield, false)
+	return stopped, err
+}
+
+// streamCall sends the stream call id, yields its items as they come, and
+// returns once its answer has come and the range has taken the items
+// before it, or the range has stopped early (it reports which), or the
+// call failed. The call's result is returned, as a copy, if keep is set.
+// rc, if not nil, is the handler of ours that makes the call, which gives
+// up its slot meanwhile.
+func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method string, raw []byte, yield func(json.RawMessage, error) bool, keep bool) (json.RawMessage, bool, error) {
+	p := &pending{done: make(chan struct{}, 1), stream: true, signal: make(chan struct{}, 1)}
+	var result *json.RawMessage
+	if keep {
+		result = new(json.RawMessage)
+		p.dest = result
+	}
+	if err := c.add(id, p); err != nil {
+		return nil, false, err
+	}
+	if rc != nil {
+		c.releaseReader(rc)
+	}
+	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+	if err != nil {
+		c.drop(id)
+		return nil, false, c.sendErr(ctx, err)
+	}
+	if rc != nil {
+		// The range's body runs without the slot too: a stream is a
+		// wait for the peer from its call to its end.
+		c.leaveSlot(rc)
+		defer c.retakeSlot(rc)
+	}
+	for {
+		p.mu.Lock()
+		items := p.items
+		p.items = nil
+		p.mu.Unlock()
+		for _, item := range items {
+			if !yield(p.take(item), nil) {
+				if c.drop(id) {
+					c.sendCancel(id)
 				}
+				return nil, true, nil
 			}
-			if len(items) > 0 {
-				continue
-			}
-			select {
-			case <-p.signal:
-				continue
-			case <-p.done:
-			case <-ctx.Done():
-				if c.abandon(id, p) {
-					yield(nil, ctx.Err())
-					return
-				}
-			}
-			// Done: deliver what came before the response, then the end.
-			p.mu.Lock()
-			items = p.items
-			p.items = nil
-			p.mu.Unlock()
-			for _, item := range items {
-				if !yield(p.take(item), nil) {
-					return
-				}
-			}
-			if p.err != nil {
-				yield(nil, p.err)
-			}
-			return
 		}
+		if len(items) > 0 {
+			continue
+		}
+		select {
+		case <-p.signal:
+			continue
+		case <-p.done:
+		case <-ctx.Done():
+			if c.abandon(id, p) {
+				return nil, false, ctx.Err()
+			}
+		}
+		// Done: deliver what came before the response, then the end.
+		p.mu.Lock()
+		items = p.items
+		p.items = nil
+		p.mu.Unlock()
+		for _, item := range items {
+			if !yield(p.take(item), nil) {
+				return nil, true, nil
+			}
+		}
+		if result != nil && p.err == nil {
+			return *result, false, nil
+		}
+		return nil, false, p.err
 	}
 }
 
@@ -546,5 +611,5 @@ func Call(ctx context.Context, method string, params, result any) error {
 	if !ok {
 		return ErrNoConnection
 	}
-	return rc.conn.call(ctx, method, params, result)
+	return rc.conn.call(ctx, method, params, result, nil)
 }

@@ -113,6 +113,12 @@ type ClientOptions struct {
 	// Logger receives malformed and dropped messages at Debug; nil
 	// discards.
 	Logger *slog.Logger
+
+	// Interceptors wrap the sending of the client's calls and
+	// notifications, and of those its Handler makes with [Call], the
+	// first outermost (see [Interceptor]). NewClient builds their chain,
+	// and panics on a nil Interceptor.
+	Interceptors []Interceptor
 }
 
 // DefaultMaxStreamBuffer is the byte bound of a stream's buffer of items
@@ -154,6 +160,7 @@ func (o *ClientOptions) config() *config {
 		onCancel:     o.OnCancel,
 		onNotify:     o.OnNotify,
 		onUnknown:    o.OnUnknownResponse,
+		interceptors: o.Interceptors,
 		drainGrace:   true,
 		quiet:        true,
 	}
@@ -203,14 +210,14 @@ func startConn(cfg *config, r io.Reader, w io.Writer) *conn {
 // client's, so that a peer that stops reading cannot hold the caller; with
 // one that cannot (context.Background()), the caller writes it itself.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	return c.c.call(ctx, method, params, result)
+	return c.c.call(ctx, method, params, result, nil)
 }
 
 // Notify sends a notification: method with params, for which no response
 // comes. It returns once the notification is handed to the writer, as
 // [Client.Call] hands over a request, or when ctx ends first.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	return c.c.notifyPeer(ctx, method, params)
+	return c.c.notifyPeer(ctx, method, params, nil)
 }
 
 // Batch sends calls as one JSON array and waits for their responses,
@@ -232,7 +239,7 @@ func (c *Client) Batch(ctx context.Context, calls ...*BatchCall) error {
 // The call is sent when the range starts. The sequence is single-use.
 // Stopping the range early, or the end of ctx, cancels the call.
 func (c *Client) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return c.c.stream(ctx, method, params)
+	return streamItems(ctx, c.c, method, params)
 }
 
 // Close closes the connection at once: messages not yet written are

@@ -39,6 +39,7 @@ type config struct {
 	in           *lineReader     // if set, the reader, rather than one made for r
 	quiet        bool            // drop malformed messages rather than answer them
 	order        Order
+	interceptors []Interceptor // outgoing calls pass through them
 }
 
 // conn is one connection: the engine behind [Server], [Client] and
@@ -71,6 +72,7 @@ type conn struct {
 	streamBuffer int
 
 	// The outgoing side (call.go).
+	chain   SendFunc // the interceptors of outgoing calls; nil for none
 	ids     idSource
 	calls   sync.Pool // of *pending, for call
 	pmu     sync.Mutex
@@ -156,6 +158,9 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	}
 	if c.in == nil {
 		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
+	}
+	if len(cfg.interceptors) > 0 {
+		c.chain = chainOf(cfg.interceptors, innermost(c))
 	}
 	if c.encoders == nil {
 		c.encoders = new(encoders)

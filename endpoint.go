@@ -77,6 +77,12 @@ type ConnOptions struct {
 	// response whose id matches no call in flight; such responses are
 	// dropped.
 	OnUnknownResponse func(resp *Response)
+
+	// Interceptors wrap the sending of the Conn's calls and
+	// notifications, and of those its Handler makes with [Call], the
+	// first outermost (see [Interceptor]). NewConn builds their chain,
+	// and panics on a nil Interceptor.
+	Interceptors []Interceptor
 }
 
 // A Conn is one end of a connection on which both sides call and serve:
@@ -119,6 +125,7 @@ func NewConn(r io.Reader, w io.Writer, opts *ConnOptions) *Conn {
 		cancelIn:     opts.AcceptCancel,
 		onCancel:     opts.OnCancel,
 		onUnknown:    opts.OnUnknownResponse,
+		interceptors: opts.Interceptors,
 		drainGrace:   true,
 	}, r, w)
 	go func() {
@@ -132,12 +139,12 @@ func NewConn(r io.Reader, w io.Writer, opts *ConnOptions) *Conn {
 // Call calls method on the peer and decodes the result into result, as
 // [Client.Call] does.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	return c.c.call(ctx, method, params, result)
+	return c.c.call(ctx, method, params, result, nil)
 }
 
 // Notify sends a notification to the peer, as [Client.Notify] does.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	return c.c.notifyPeer(ctx, method, params)
+	return c.c.notifyPeer(ctx, method, params, nil)
 }
 
 // Batch sends calls to the peer as one array, as [Client.Batch] does.
@@ -148,7 +155,7 @@ func (c *Conn) Batch(ctx context.Context, calls ...*BatchCall) error {
 // Stream calls a streaming method on the peer and returns its items, as
 // [Client.Stream] does.
 func (c *Conn) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return c.c.stream(ctx, method, params)
+	return streamItems(ctx, c.c, method, params)
 }
 
 // Shutdown stops reading, lets the requests already read finish and their

@@ -15,6 +15,8 @@ import (
 	"iter"
 	"mime"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -60,6 +62,11 @@ type HTTPClient struct {
 	// for plain JSON, and the server drops such notifications.
 	OnNotify func(req *Request)
 
+	// Interceptors wrap the sending of the client's calls and
+	// notifications, the first outermost (see [Interceptor]); they reach
+	// the header of each call's request with [HTTPHeader].
+	Interceptors []Interceptor
+
 	// MaxMessageSize is the largest message read from a response; zero
 	// means [DefaultMaxMessageSize]. A longer one, in any framing, fails
 	// the call with an error wrapping [ErrMessageTooLarge] as soon as it
@@ -68,7 +75,9 @@ type HTTPClient struct {
 	// body whose Content-Length is over the limit is not read at all.
 	MaxMessageSize int
 
-	ids atomic.Int64
+	ids       atomic.Int64
+	chainOnce sync.Once
+	send      SendFunc // the chain of Interceptors, once built
 }
 
 // An HTTPError is returned by the methods of [HTTPClient] when the server
@@ -99,8 +108,17 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 		return err
 	}
 	id := c.ids.Add(1)
-	body := appendCall(nil, id, method, raw)
-	x, err := c.post(ctx, body, c.accept())
+	if len(c.Interceptors) > 0 {
+		oc := &outgoing{id: id, params: raw, header: c.newHeader()}
+		return oc.through(ctx, c.chain(), method, result)
+	}
+	return c.call(ctx, nil, id, method, raw, result)
+}
+
+// call posts the call id, with header (nil for Header), and decodes the
+// result of its answer into dest (nil to drop it).
+func (c *HTTPClient) call(ctx context.Context, header http.Header, id int64, method string, raw []byte, dest any) error {
+	x, err := c.post(ctx, appendCall(nil, id, method, raw), c.accept(), header)
 	if err != nil {
 		return err
 	}
@@ -110,7 +128,7 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 		if kind != lineObject {
 			return false, nil
 		}
-		found, err := c.answerTo(e, id, result)
+		found, err := c.answerTo(e, id, dest)
 		answered = found
 		return !found, err
 	})
@@ -127,7 +145,16 @@ func (c *HTTPClient) Notify(ctx context.Context, method string, params any) erro
 	if err != nil {
 		return err
 	}
-	x, err := c.post(ctx, appendRequest(nil, "", method, raw), contentJSON)
+	if len(c.Interceptors) > 0 {
+		oc := &outgoing{params: raw, header: c.newHeader()}
+		return oc.through(ctx, c.chain(), method, nil)
+	}
+	return c.notify(ctx, nil, method, raw)
+}
+
+// notify posts a notification, with header (nil for Header).
+func (c *HTTPClient) notify(ctx context.Context, header http.Header, method string, raw []byte) error {
+	x, err := c.post(ctx, appendRequest(nil, "", method, raw), contentJSON, header)
 	if err != nil {
 		return err
 	}
@@ -142,9 +169,37 @@ func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
 	if err != nil {
 		return err
 	}
-	x, err := c.post(ctx, b.appendTo(nil), c.accept())
+	if len(c.Interceptors) > 0 {
+		return c.batchThrough(ctx, b)
+	}
+	err = c.exchangeBatch(ctx, &b, nil)
+	b.collect()
+	return err
+}
+
+// batchThrough sends a batch whose entries pass through the client's
+// interceptors. b is taken by value, so that only this path puts it on the
+// heap.
+func (c *HTTPClient) batchThrough(ctx context.Context, b outBatch) error {
+	b.runChains(ctx, c.chain(), c.newHeader, nil)
+	close(b.ch.sent)
+	err := c.exchangeBatch(ctx, &b, b.header())
+	b.ch.chains.Wait()
+	return b.outcome(err)
+}
+
+// exchangeBatch posts the entries of b that go out, with header (nil for
+// Header), and settles them with the answers that come back. Through
+// interceptors, it then hands them their outcomes.
+func (c *HTTPClient) exchangeBatch(ctx context.Context, b *outBatch, header http.Header) error {
+	if !b.anyOut() {
+		return nil
+	}
+	x, err := c.post(ctx, b.appendTo(nil), c.accept(), header)
 	if err != nil {
-		return b.fail(err)
+		b.failOut(err)
+		b.deliver()
+		return err
 	}
 	defer x.end()
 	b.expect(errNoAnswer)
@@ -166,8 +221,29 @@ func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
 		}
 		return true, nil
 	})
-	b.collect()
+	b.deliver()
 	return err
+}
+
+// header returns the header of the one request that carries a batch
+// through interceptors: every value that the header of an entry that goes
+// out holds.
+func (b *outBatch) header() http.Header {
+	h := make(http.Header)
+	for i := range b.entries {
+		e := &b.entries[i]
+		if !e.out {
+			continue
+		}
+		for k, vs := range e.oc.header {
+			for _, v := range vs {
+				if !slices.Contains(h[k], v) {
+					h[k] = append(h[k], v)
+				}
+			}
+		}
+	}
+	return h
 }
 
 // Stream calls a streaming method (see [Stream]) and returns its items as
@@ -178,48 +254,103 @@ func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
 // the request, which cancels the handler on a server that watches its
 // client.
 func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return func(yield func(json.RawMessage, error) bool) {
-		raw, err := encodeParams(params)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		id := c.ids.Add(1)
-		x, err := c.post(ctx, appendCall(nil, id, method, raw), contentSSE)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		defer x.end()
-		answered, stopped := false, false
-		err = c.messages(&x, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
-			if kind != lineObject {
-				return false, nil
-			}
-			if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamMethod {
-				if to, ok := streamTarget(e.params); ok && to == id && e.checkRequest() == "" {
-					if !yield(itemOf(e.params), nil) {
-						stopped = true
-						return false, nil
-					}
-				}
-				return true, nil
-			}
-			found, err := c.answerTo(e, id, nil)
-			answered = found
-			return !found, err
-		})
-		if stopped {
-			x.cancel() // drops the request, rather than draining it
-			return
-		}
-		if err == nil && !answered {
-			err = errNoAnswer
-		}
-		if err != nil {
-			yield(nil, err)
-		}
+	return streamItems(ctx, c, method, params)
+}
+
+// stream makes a stream call for streamItems.
+func (c *HTTPClient) stream(ctx context.Context, method string, raw []byte, yield func(json.RawMessage, error) bool) (bool, error) {
+	id := c.ids.Add(1)
+	if len(c.Interceptors) > 0 {
+		oc := &outgoing{id: id, params: raw, header: c.newHeader(), yield: yield}
+		err := oc.through(ctx, c.chain(), method, nil)
+		return oc.stopped, err
 	}
+	_, stopped, err := c.streamCall(ctx, nil, id, method, raw, yield, false)
+	return stopped, err
+}
+
+// streamCall posts the stream call id, with header (nil for Header),
+// yields its items as they come, and returns once its answer has come, or
+// the range has stopped early (it reports which), or the call failed. The
+// call's result is returned, as a copy, if keep is set.
+func (c *HTTPClient) streamCall(ctx context.Context, header http.Header, id int64, method string, raw []byte, yield func(json.RawMessage, error) bool, keep bool) (json.RawMessage, bool, error) {
+	x, err := c.post(ctx, appendCall(nil, id, method, raw), contentSSE, header)
+	if err != nil {
+		return nil, false, err
+	}
+	defer x.end()
+	var (
+		result *json.RawMessage
+		dest   any
+	)
+	if keep {
+		result = new(json.RawMessage)
+		dest = result
+	}
+	answered, stopped := false, false
+	err = c.messages(&x, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
+		if kind != lineObject {
+			return false, nil
+		}
+		if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamMethod {
+			if to, ok := streamTarget(e.params); ok && to == id && e.checkRequest() == "" {
+				if !yield(itemOf(e.params), nil) {
+					stopped = true
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+		found, err := c.answerTo(e, id, dest)
+		answered = found
+		return !found, err
+	})
+	if stopped {
+		x.cancel() // drops the request, rather than draining it
+		return nil, true, nil
+	}
+	if err == nil && !answered {
+		err = errNoAnswer
+	}
+	if err != nil || result == nil {
+		return nil, false, err
+	}
+	return *result, false, nil
+}
+
+// chain returns the client's chain of interceptors, built at its first
+// use.
+func (c *HTTPClient) chain() SendFunc {
+	c.chainOnce.Do(func() { c.send = chainOf(c.Interceptors, innermost(c)) })
+	return c.send
+}
+
+// newHeader returns the header of a request whose call passes through
+// interceptors: a copy of Header, for them to add to.
+func (c *HTTPClient) newHeader() http.Header {
+	if c.Header == nil {
+		return make(http.Header)
+	}
+	return c.Header.Clone()
+}
+
+// nextID, sendCall, sendNotify and sendStream make an HTTPClient the
+// outbound of its chain of interceptors.
+
+func (c *HTTPClient) nextID() int64 { return c.ids.Add(1) }
+
+func (c *HTTPClient) sendCall(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, error) {
+	var result json.RawMessage
+	err := c.call(ctx, oc.header, id, method, params, &result)
+	return result, err
+}
+
+func (c *HTTPClient) sendNotify(ctx context.Context, oc *outgoing, method string, params []byte) error {
+	return c.notify(ctx, oc.header, method, params)
+}
+
+func (c *HTTPClient) sendStream(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, bool, error) {
+	return c.streamCall(ctx, oc.header, id, method, params, oc.yield, true)
 }
 
 // accept is the Accept header of a call: streams are welcome when
@@ -297,10 +428,10 @@ func (x *exchange) end() {
 	}
 }
 
-// post sends body and returns the exchange, whose response has status
-// 200, 202 or 204; any other status is an *HTTPError. The caller ends the
-// exchange.
-func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (exchange, error) {
+// post sends body, with header (nil for Header), and returns the
+// exchange, whose response has status 200, 202 or 204; any other status
+// is an *HTTPError. The caller ends the exchange.
+func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, header http.Header) (exchange, error) {
 	var cancel context.CancelFunc
 	if accept != contentJSON {
 		ctx, cancel = context.WithCancel(ctx)
@@ -312,7 +443,10 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (exch
 		}
 		return exchange{}, err
 	}
-	for k, v := range c.Header {
+	if header == nil {
+		header = c.Header
+	}
+	for k, v := range header {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", contentJSON)
