@@ -12,7 +12,10 @@
 // writes the responses; [Client] calls the other side; [Conn] does both on
 // one connection. All three are faces of one engine: whichever face holds
 // a connection, a handler can call the peer with [Call] and send it
-// notifications with [Notify].
+// notifications with [Notify]. Middleware wraps both sides: given to
+// [Mux.Use], it wraps the handling of incoming requests; an [Interceptor]
+// wraps the sending of outgoing calls and notifications, of a Client, a
+// Conn or an [HTTPClient].
 //
 //	mux := new(jsonrpc.Mux)
 //	mux.Handle("subtract", jsonrpc.Func(func(ctx context.Context, p [2]int) (int, error) {
