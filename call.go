@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"iter"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -33,25 +32,45 @@ type pending struct {
 }
 
 // call sends a request and waits for its response; see [Conn.Call].
-func (c *conn) call(ctx context.Context, method string, params, result any) error {
-	raw, err := encodeParams(params)
-	if err != nil {
-		return err
+//
+// oc is nil for a call as the caller makes it: its params are encoded
+// here, and it passes through the interceptors if there are any. From the
+// innermost send of the chain, oc is the call as the chain passes it on,
+// with its params encoded and its id drawn (sendParams, sendID), and the
+// call gives up no handler's slot, as it may come from a goroutine other
+// than the handler's. (One function serves both, so that the direct path
+// costs no more than it did before interceptors.)
+func (c *conn) call(ctx context.Context, method string, params, result any, oc *outgoing) error {
+	var (
+		raw []byte
+		id  int64
+		rc  *reqCtx
+	)
+	if oc == nil {
+		var err error
+		if raw, err = encodeParams(params); err != nil {
+			return err
+		}
+		id = c.ids.n.Add(1)
+		if c.chain != nil {
+			return c.through(ctx, &outgoing{id: id, params: raw}, method, result)
+		}
+		rc = c.slotHolder(ctx)
+	} else {
+		raw, id = oc.sendParams, oc.sendID
 	}
 	p, _ := c.calls.Get().(*pending)
 	if p == nil {
 		p = &pending{done: make(chan struct{}, 1)}
 	}
 	p.dest = result
-	id, err := c.add(p)
-	if err != nil {
+	if err := c.add(id, p); err != nil {
 		return err
 	}
-	rc := c.slotHolder(ctx)
 	if rc != nil {
 		c.releaseReader(rc)
 	}
-	err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 	if err != nil {
 		if c.drop(id) {
 			return c.sendErr(ctx, err)
@@ -76,6 +95,39 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 	p.dest, p.err = nil, nil
 	c.calls.Put(p)
 	return err
+}
+
+// through passes oc, a call or a stream, through the connection's
+// interceptors, and decodes its result into dest (nil to drop it). A
+// handler of ours that makes it gives up its slot meanwhile.
+func (c *conn) through(ctx context.Context, oc *outgoing, method string, dest any) error {
+	if rc := c.slotHolder(ctx); rc != nil {
+		c.releaseReader(rc)
+		c.leaveSlot(rc)
+		defer c.retakeSlot(rc)
+	}
+	return oc.through(ctx, c.chain, method, dest)
+}
+
+// nextID, sendCall, sendNotify and sendStream make the connection the
+// outbound of its chain of interceptors.
+
+func (c *conn) nextID() int64 { return c.ids.n.Add(1) }
+
+func (c *conn) sendCall(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, error) {
+	var result json.RawMessage
+	oc.sendID, oc.sendParams = id, params
+	err := c.call(ctx, method, nil, &result, oc)
+	return result, err
+}
+
+func (c *conn) sendNotify(ctx context.Context, oc *outgoing, method string, params []byte) error {
+	oc.sendParams = params
+	return c.notifyPeer(ctx, method, nil, oc)
+}
+
+func (c *conn) sendStream(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, bool, error) {
+	return c.streamCall(ctx, nil, id, method, params, oc.yield, true)
 }
 
 func appendCall(b []byte, id int64, method string, params []byte) []byte {
@@ -130,14 +182,13 @@ func (c *conn) sendErr(ctx context.Context, err error) error {
 	return c.closedErr(err)
 }
 
-// add registers p under a new id.
-func (c *conn) add(p *pending) (int64, error) {
-	id := c.ids.n.Add(1)
+// add registers p under id, drawn from c.ids.
+func (c *conn) add(id int64, p *pending) error {
 	c.pmu.Lock()
 	if c.callErr != nil {
 		err := c.callErr
 		c.pmu.Unlock()
-		return 0, err
+		return err
 	}
 	if c.pending == nil {
 		c.pending = make(map[int64]*pending)
@@ -154,7 +205,7 @@ func (c *conn) add(p *pending) (int64, error) {
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}
-	return id, nil
+	return nil
 }
 
 // drop forgets the call with id, and reports whether it was still
@@ -214,218 +265,120 @@ func (c *conn) closedErr(err error) error {
 	return &closedError{cause: err}
 }
 
-// notifyPeer sends a notification; see [Conn.Notify].
-func (c *conn) notifyPeer(ctx context.Context, method string, params any) error {
+// notifyPeer sends a notification; see [Conn.Notify]. oc is nil, or
+// the notification as the innermost send of the chain of interceptors has
+// it, as for call.
+func (c *conn) notifyPeer(ctx context.Context, method string, params any, oc *outgoing) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	raw, err := encodeParams(params)
-	if err != nil {
-		return err
+	var raw []byte
+	if oc == nil {
+		var err error
+		if raw, err = encodeParams(params); err != nil {
+			return err
+		}
+		if c.chain != nil {
+			return (&outgoing{params: raw}).through(ctx, c.chain, method, nil)
+		}
+	} else {
+		raw = oc.sendParams
 	}
 	if err := c.callError(); err != nil {
 		return err
 	}
-	err = c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
+	err := c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
 	if err != nil {
 		return c.sendErr(ctx, err)
 	}
 	return nil
 }
 
-// A BatchCall is one entry of a [Caller]'s Batch.
-type BatchCall struct {
-	// Method and Params are the call's method and params, as for
-	// [Conn.Call].
-	Method string
-	Params any
-	// Notify makes the entry a notification, which gets no response.
-	Notify bool
-	// Result, if not nil, receives the decoded result.
-	Result any
-	// Err is set by Batch: nil for a success, the *Error the peer
-	// answered with, or why the result could not be decoded.
-	Err error
+// stream makes a stream call for streamItems; see [Conn.Stream].
+func (c *conn) stream(ctx context.Context, method string, raw []byte, yield func(json.RawMessage, error) bool) (bool, error) {
+	id := c.ids.n.Add(1)
+	if c.chain != nil {
+		oc := &outgoing{id: id, params: raw, yield: yield}
+		err := c.through(ctx, oc, method, nil)
+		return oc.stopped, err
+	}
+	_, stopped, err := c.streamCall(ctx, c.slotHolder(ctx), id, method, raw, yield, false)
+	return stopped, err
 }
 
-// batch sends calls as one array and waits for their responses; see
-// [Conn.Batch].
-func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
-	if len(calls) == 0 {
-		return errors.New("jsonrpc: empty batch")
+// streamCall sends the stream call id, yields its items as they come, and
+// returns once its answer has come and the range has taken the items
+// before it, or the range has stopped early (it reports which), or the
+// call failed. The call's result is returned, as a copy, if keep is set.
+// rc, if not nil, is the handler of ours that makes the call, which gives
+// up its slot meanwhile.
+func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method string, raw []byte, yield func(json.RawMessage, error) bool, keep bool) (json.RawMessage, bool, error) {
+	p := &pending{done: make(chan struct{}, 1), stream: true, signal: make(chan struct{}, 1)}
+	var result *json.RawMessage
+	if keep {
+		result = new(json.RawMessage)
+		p.dest = result
 	}
-	// failAll gives every call that expects a response the error that
-	// ended the batch.
-	failAll := func(err error) error {
-		for _, bc := range calls {
-			if !bc.Notify {
-				bc.Err = err
-			}
-		}
-		return err
+	if err := c.add(id, p); err != nil {
+		return nil, false, err
 	}
-	raws := make([][]byte, len(calls))
-	for i, bc := range calls {
-		raw, err := encodeParams(bc.Params)
-		if err != nil {
-			return err
-		}
-		raws[i] = raw
-	}
-	ids := make([]int64, len(calls))
-	ps := make([]*pending, len(calls))
-	for i, bc := range calls {
-		if bc.Notify {
-			continue
-		}
-		ps[i] = &pending{done: make(chan struct{}, 1), dest: bc.Result}
-		id, err := c.add(ps[i])
-		if err != nil {
-			c.dropAll(ids[:i])
-			return failAll(err)
-		}
-		ids[i] = id
-	}
-	rc := c.slotHolder(ctx)
 	if rc != nil {
 		c.releaseReader(rc)
 	}
-	err := c.send(ctx, func(b []byte) []byte {
-		b = append(b, '[')
-		for i, bc := range calls {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if bc.Notify {
-				b = appendRequest(b, "", bc.Method, raws[i])
-			} else {
-				b = appendCall(b, ids[i], bc.Method, raws[i])
-			}
-		}
-		return append(b, ']')
-	})
+	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 	if err != nil {
-		c.dropAll(ids)
-		return failAll(c.sendErr(ctx, err))
+		c.drop(id)
+		return nil, false, c.sendErr(ctx, err)
 	}
 	if rc != nil {
+		// The range's body runs without the slot too: a stream is a
+		// wait for the peer from its call to its end.
 		c.leaveSlot(rc)
 		defer c.retakeSlot(rc)
 	}
-	var first error // the close that ended the batch, if any
-	for i, p := range ps {
-		if p == nil {
+	// A call still pending on the way out was stopped by the range: its
+	// body broke, panicked or ended its goroutine.
+	defer func() {
+		if c.drop(id) {
+			c.sendCancel(id)
+		}
+	}()
+	for {
+		p.mu.Lock()
+		items := p.items
+		p.items = nil
+		p.mu.Unlock()
+		for _, item := range items {
+			if !yield(p.take(item), nil) {
+				return nil, true, nil
+			}
+		}
+		if len(items) > 0 {
 			continue
 		}
 		select {
+		case <-p.signal:
+			continue
 		case <-p.done:
 		case <-ctx.Done():
-			// Calls still waiting are cancelled and fail with ctx's
-			// error; a call whose response is being delivered keeps it.
-			for j := i; j < len(ps); j++ {
-				if ps[j] == nil {
-					continue
-				}
-				if c.abandon(ids[j], ps[j]) {
-					calls[j].Err = ctx.Err()
-				} else {
-					calls[j].Err = ps[j].err
-				}
+			if c.abandon(id, p) {
+				return nil, false, ctx.Err()
 			}
-			return ctx.Err()
 		}
-		calls[i].Err = p.err
-		if errors.Is(p.err, ErrClosed) && first == nil {
-			first = p.err
-		}
-	}
-	return first
-}
-
-func (c *conn) dropAll(ids []int64) {
-	for _, id := range ids {
-		if id != 0 {
-			c.drop(id)
-		}
-	}
-}
-
-// stream calls a streaming method and returns its items; see
-// [Conn.Stream].
-func (c *conn) stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return func(yield func(json.RawMessage, error) bool) {
-		raw, err := encodeParams(params)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		p := &pending{done: make(chan struct{}, 1), stream: true, signal: make(chan struct{}, 1)}
-		id, err := c.add(p)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		rc := c.slotHolder(ctx)
-		if rc != nil {
-			c.releaseReader(rc)
-		}
-		err = c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
-		if err != nil {
-			c.drop(id)
-			yield(nil, c.sendErr(ctx, err))
-			return
-		}
-		if rc != nil {
-			// The range's body runs without the slot too: a stream
-			// is a wait for the peer from its call to its end.
-			c.leaveSlot(rc)
-			defer c.retakeSlot(rc)
-		}
-		// A call still pending on the way out was stopped by the range:
-		// its body broke, panicked or ended its goroutine.
-		defer func() {
-			if c.drop(id) {
-				c.sendCancel(id)
+		// Done: deliver what came before the response, then the end.
+		p.mu.Lock()
+		items = p.items
+		p.items = nil
+		p.mu.Unlock()
+		for _, item := range items {
+			if !yield(p.take(item), nil) {
+				return nil, true, nil
 			}
-		}()
-		for {
-			p.mu.Lock()
-			items := p.items
-			p.items = nil
-			p.mu.Unlock()
-			for _, item := range items {
-				if !yield(p.take(item), nil) {
-					return
-				}
-			}
-			if len(items) > 0 {
-				continue
-			}
-			select {
-			case <-p.signal:
-				continue
-			case <-p.done:
-			case <-ctx.Done():
-				if c.abandon(id, p) {
-					yield(nil, ctx.Err())
-					return
-				}
-			}
-			// Done: deliver what came before the response, then the end.
-			p.mu.Lock()
-			items = p.items
-			p.items = nil
-			p.mu.Unlock()
-			for _, item := range items {
-				if !yield(p.take(item), nil) {
-					return
-				}
-			}
-			if p.err != nil {
-				yield(nil, p.err)
-			}
-			return
 		}
+		if result != nil && p.err == nil {
+			return *result, false, nil
+		}
+		return nil, false, p.err
 	}
 }
 
@@ -444,10 +397,7 @@ func (p *pending) take(item []byte) []byte {
 //
 // With act unset, it only reports whether the item is for a call of ours.
 func (c *conn) streamItem(params []byte, act bool) bool {
-	if len(params) == 0 || params[0] != '{' {
-		return false
-	}
-	id, ok := parseID(memberValue(params, "id"))
+	id, ok := streamTarget(params)
 	if !ok || id <= 0 || id > c.ids.n.Load() {
 		return false // the peer's own
 	}
@@ -487,15 +437,23 @@ func (c *conn) streamItem(params []byte, act bool) bool {
 	return true
 }
 
-// itemOf returns a copy of the "item" member of stream params.
-func itemOf(params []byte) []byte {
-	var v struct {
-		Item json.RawMessage `json:"item"`
+// streamTarget returns the id of the call that stream params, those of a
+// "$/stream" notification, carry an item for, if it is one of ours.
+func streamTarget(params []byte) (int64, bool) {
+	if len(params) == 0 || params[0] != '{' {
+		return 0, false
 	}
-	if json.Unmarshal(params, &v) != nil || v.Item == nil {
-		return []byte("null")
+	return parseID(memberValue(params, "id"))
+}
+
+// itemOf returns a copy of the "item" member of stream params, or null if
+// they have none.
+func itemOf(params []byte) json.RawMessage {
+	item := memberValue(params, "item")
+	if item == nil {
+		return json.RawMessage("null")
 	}
-	return v.Item
+	return append(json.RawMessage(nil), item...)
 }
 
 // parseID returns the number an id of ours was written as.
@@ -544,13 +502,20 @@ func (c *conn) deliver(e *envelope) {
 		return
 	}
 	// The caller waits for done, so its result is ours to fill.
-	switch {
-	case resp.Error != nil:
-		p.err = resp.Error
-	case p.dest != nil:
-		p.err = decodeResult(resp.Result, p.dest)
-	}
+	p.err = decodeAnswer(resp, p.dest)
 	p.done <- struct{}{}
+}
+
+// decodeAnswer returns the outcome of a call answered with r: the error r
+// carries, or that of decoding its result into dest (nil to drop it).
+func decodeAnswer(r Response, dest any) error {
+	switch {
+	case r.Error != nil:
+		return r.Error
+	case dest != nil:
+		return decodeResult(r.Result, dest)
+	}
+	return nil
 }
 
 // decodeResult decodes a result, already validated as JSON, into dest as

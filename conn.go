@@ -38,6 +38,7 @@ type config struct {
 	encoders     *encoders       // shared result encoders; nil for the connection's own
 	in           *lineReader     // if set, the reader, rather than one made for r
 	order        Order
+	interceptors []Interceptor // outgoing calls pass through them
 }
 
 // conn is one connection: the engine behind [Server] and
@@ -69,6 +70,7 @@ type conn struct {
 	streamBuffer int
 
 	// The outgoing side (call.go).
+	chain   SendFunc // the interceptors of outgoing calls; nil for none
 	ids     idSource
 	calls   sync.Pool // of *pending, for call
 	pmu     sync.Mutex
@@ -153,6 +155,9 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	}
 	if c.in == nil {
 		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
+	}
+	if len(cfg.interceptors) > 0 {
+		c.chain = chainOf(cfg.interceptors, innermost(c))
 	}
 	if c.encoders == nil {
 		c.encoders = new(encoders)

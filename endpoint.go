@@ -97,14 +97,14 @@ func startConn(c *conn) *Conn {
 // itself. A handler that calls with its own context gives up its handler
 // slot while it waits (see [Options.MaxInFlight]).
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
-	return c.c.call(ctx, method, params, result)
+	return c.c.call(ctx, method, params, result, nil)
 }
 
 // Notify sends a notification: method with params, for which no answer
 // comes. It returns once the notification is handed to the writer, as
 // Call hands over a request, or when ctx ends first.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
-	return c.c.notifyPeer(ctx, method, params)
+	return c.c.notifyPeer(ctx, method, params, nil)
 }
 
 // Batch sends calls as one JSON array and waits for their answers,
@@ -126,7 +126,7 @@ func (c *Conn) Batch(ctx context.Context, calls ...*BatchCall) error {
 // The call is sent when the range starts. The sequence is single-use.
 // Stopping the range early, or the end of ctx, cancels the call.
 func (c *Conn) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return c.c.stream(ctx, method, params)
+	return streamItems(ctx, c.c, method, params)
 }
 
 // Shutdown stops reading, lets the requests already read finish and their

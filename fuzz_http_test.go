@@ -46,7 +46,7 @@ func fuzzCall(t *testing.T, raw []byte) (result json.RawMessage, notes []json.Ra
 	t.Helper()
 	c := &jsonrpc.HTTPClient{
 		URL: "http://fuzz.invalid/rpc",
-		Client: &http.Client{
+		HTTP: &http.Client{
 			Transport:     rawResponse(raw),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},

@@ -90,7 +90,7 @@ func TestHTTPHardeningClientContentLength(t *testing.T) {
 			url := rawHTTPServer(t, func(nc net.Conn) {
 				_, _ = io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+tc.length+"\r\n\r\n"+answer)
 			})
-			c := &jsonrpc.HTTPClient{URL: url, Client: newTransportClient(t), MaxMessageSize: limit}
+			c := &jsonrpc.HTTPClient{URL: url, HTTP: newTransportClient(t), MaxMessageSize: limit}
 			err := c.Call(t.Context(), "x", nil, nil)
 			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
 		})
@@ -175,7 +175,7 @@ func TestHTTPHardeningCancelGrace(t *testing.T) {
 				served <- struct{}{}
 			}))
 			defer ts.Close()
-			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(*jsonrpc.Request) {}}
+			c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(*jsonrpc.Request) {}}
 
 			ctx, hangUp := context.WithCancel(t.Context())
 			defer hangUp()
@@ -296,7 +296,7 @@ func TestHTTPHardeningClientMessageLimit(t *testing.T) {
 				}
 			}))
 			defer ts.Close()
-			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), MaxMessageSize: limit, OnNotify: func(*jsonrpc.Request) {}}
+			c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), MaxMessageSize: limit, OnNotify: func(*jsonrpc.Request) {}}
 			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 			defer cancel()
 			var err error
@@ -368,7 +368,7 @@ func TestHTTPHardeningClientDrain(t *testing.T) {
 			}))
 			defer ts.Close()
 			defer close(release)
-			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+			c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 			if tc.notes {
 				c.OnNotify = func(*jsonrpc.Request) {}
 			}
@@ -395,7 +395,7 @@ func TestHTTPHardeningClientDrain(t *testing.T) {
 		ts.Start()
 		defer ts.Close()
 		for _, notes := range []bool{false, true} {
-			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+			c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 			if notes {
 				c.OnNotify = func(*jsonrpc.Request) {}
 			}
@@ -417,7 +417,7 @@ func TestHTTPHardeningClientDrain(t *testing.T) {
 		ts.Start()
 		defer ts.Close()
 		notes := 0
-		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(*jsonrpc.Request) { notes++ }}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(*jsonrpc.Request) { notes++ }}
 		for range 20 {
 			var done string
 			require.NoError(t, c.Call(t.Context(), "progress", map[string]int{"N": 1}, &done))

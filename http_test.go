@@ -301,7 +301,7 @@ func TestHTTPContext(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), Header: http.Header{"Authorization": {"Bearer t0ken"}}}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), Header: http.Header{"Authorization": {"Bearer t0ken"}}}
 	var who string
 	require.NoError(t, c.Call(t.Context(), "whoami", nil, &who))
 	assert.Equal(t, "Bearer t0ken", who)
@@ -356,7 +356,7 @@ func TestHTTPClient(t *testing.T) {
 	ctx := t.Context()
 
 	var notes []string
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
 		notes = append(notes, r.Method+" "+string(r.Params))
 	}}
 	for i := range 20 {
@@ -404,7 +404,7 @@ func TestHTTPClient(t *testing.T) {
 		require.ErrorAs(t, err, &werr)
 	}
 
-	bad415 := &jsonrpc.HTTPClient{URL: ts.URL + "/", Client: &http.Client{Transport: contentTypeSetter{ts.Client().Transport}}}
+	bad415 := &jsonrpc.HTTPClient{URL: ts.URL + "/", HTTP: &http.Client{Transport: contentTypeSetter{ts.Client().Transport}}}
 	err = bad415.Call(ctx, "sum", []int{1}, nil)
 	var herr *jsonrpc.HTTPError
 	require.ErrorAs(t, err, &herr)
@@ -440,7 +440,7 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 			}))
 			defer ts.Close()
 			var notes []string
-			c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
+			c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(r *jsonrpc.Request) {
 				notes = append(notes, r.Method+string(r.Params))
 			}}
 			var n int
@@ -457,7 +457,7 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 			_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"log\"}\n\n")
 		}))
 		defer ts.Close()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 		assert.Error(t, c.Call(t.Context(), "x", nil, nil))
 	})
 	t.Run("event over the limit", func(t *testing.T) {
@@ -466,8 +466,61 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 			_, _ = io.WriteString(w, "data: "+strings.Repeat("x", 10000)+"\n\n")
 		}))
 		defer ts.Close()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), MaxMessageSize: 1000}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), MaxMessageSize: 1000}
 		assert.ErrorIs(t, c.Call(t.Context(), "x", nil, nil), jsonrpc.ErrMessageTooLarge)
+	})
+}
+
+// TestHTTPClientMatchesAsAConnection answers HTTPClient's batches and
+// streams with canned responses that a connection's reader would also
+// have to sort out: answers to ids not in the batch, an id answered
+// twice, an invalid answer, items for another call, and an item without
+// its "item" member.
+func TestHTTPClientMatchesAsAConnection(t *testing.T) {
+	checkLeaks(t)
+	var body string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := firstID(r)
+		ids := strings.NewReplacer("ID+1", fmt.Sprint(id+1), "ID+2", fmt.Sprint(id+2), "ID+3", fmt.Sprint(id+3), "ID", fmt.Sprint(id))
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, ids.Replace(body))
+	}))
+	defer ts.Close()
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
+	ctx := t.Context()
+
+	t.Run("batch", func(t *testing.T) {
+		// The batch's ids are ID, ID+1 (a notification's, unused) and
+		// ID+2; ID+3 is no call of the batch.
+		body = "data: [" + strings.Join([]string{
+			`{"jsonrpc":"2.0","id":ID,"result":"first"}`,
+			`{"jsonrpc":"2.0","id":ID,"result":"second"}`,
+			`{"jsonrpc":"2.0","id":ID+1,"result":"to a notification"}`,
+			`{"jsonrpc":"2.0","id":ID+3,"result":"to no one"}`,
+			`{"jsonrpc":"2.0","id":ID+2,"result":1,"error":{"code":1,"message":"both"}}`,
+		}, ",") + "]\n\n"
+		var got string
+		a := &jsonrpc.BatchCall{Method: "a", Result: &got}
+		n := &jsonrpc.BatchCall{Method: "n", Notify: true}
+		b := &jsonrpc.BatchCall{Method: "b"}
+		require.NoError(t, c.Batch(ctx, a, n, b))
+		assert.NoError(t, a.Err)
+		assert.Equal(t, "first", got, "the first answer to an id is taken, as on a connection")
+		assert.NoError(t, n.Err)
+		assert.ErrorContains(t, b.Err, "invalid response")
+	})
+	t.Run("stream", func(t *testing.T) {
+		body = "data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"id":ID,"item":{"a":1}}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"id":ID+1,"item":2}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"id":ID}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","method":"$/stream","params":{"item":3}}` + "\n\n" +
+			"data: " + `{"jsonrpc":"2.0","id":ID,"result":2}` + "\n\n"
+		var items []string
+		for item, err := range c.Stream(ctx, "s", nil) {
+			require.NoError(t, err)
+			items = append(items, string(item))
+		}
+		assert.Equal(t, []string{`{"a":1}`, "null"}, items, "an item without its member is null, as on a connection")
 	})
 }
 
@@ -561,7 +614,7 @@ func TestHTTPShutdown(t *testing.T) {
 	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, StopGrace: time.Second}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 
 	var wg sync.WaitGroup
 	var got string
@@ -599,7 +652,7 @@ func TestHTTPCloseCancels(t *testing.T) {
 	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 	errc := make(chan error, 1)
 	go func() { errc <- c.Call(t.Context(), "block", nil, nil) }()
 	<-started
@@ -619,7 +672,7 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	defer ts.Close()
 	tr := ts.Client().Transport.(*http.Transport)
 	tr.MaxIdleConnsPerHost = 128
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 	for _, callers := range []int{1, 64} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
 			// callLoop runs its parallelism per GOMAXPROCS.

@@ -15,15 +15,16 @@ import (
 	"iter"
 	"mime"
 	"net/http"
-	"strconv"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // An HTTPClient calls a JSON-RPC 2.0 server over HTTP, such as
 // [Server.ServeHTTP]: each Call, Notify, Batch or Stream is one POST of
-// one message or batch, whose response carries the answer. It has the
-// methods of [Client], with the same meaning, and reads answers sent as
+// one message or batch, whose response carries the answer. It is a
+// [Caller], its methods with the meaning of [Conn]'s, and reads answers sent as
 // application/json, as server-sent events (text/event-stream) or as
 // newline-delimited JSON (application/x-ndjson), whichever the server
 // chose.
@@ -43,12 +44,12 @@ type HTTPClient struct {
 	// URL is the server's endpoint.
 	URL string
 
-	// Client sends the requests; nil means [http.DefaultClient]. Its
+	// HTTP sends the requests; nil means [http.DefaultClient]. Its
 	// Transport keeps only two idle connections per host: with more
 	// concurrent callers, give the client a Transport whose
 	// MaxIdleConnsPerHost is at least their number, or most calls open
 	// a new connection.
-	Client *http.Client
+	HTTP *http.Client
 
 	// Header holds headers added to every request, such as
 	// Authorization.
@@ -61,15 +62,22 @@ type HTTPClient struct {
 	// for plain JSON, and the server drops such notifications.
 	OnNotify func(req *Request)
 
+	// Interceptors wrap the sending of the client's calls and
+	// notifications, the first outermost (see [Interceptor]); they reach
+	// the header of each call's request with [HTTPHeader].
+	Interceptors []Interceptor
+
 	// MaxMessageSize is the largest message read from a response; zero
-	// means [defaultMaxMessageSize]. A longer one, in any framing, fails
+	// means 64 MiB. A longer one, in any framing, fails
 	// the call with an error wrapping [ErrMessageTooLarge] as soon as it
 	// passes the limit: reading stops within 4 KiB of it (an event made
 	// of several data lines, within one line of it), and a plain JSON
 	// body whose Content-Length is over the limit is not read at all.
 	MaxMessageSize int
 
-	ids atomic.Int64
+	ids       atomic.Int64
+	chainOnce sync.Once
+	send      SendFunc // the chain of Interceptors, once built
 }
 
 // An HTTPError is returned by the methods of [HTTPClient] when the server
@@ -90,7 +98,7 @@ func (e *HTTPError) Error() string {
 var errNoAnswer = errors.New("jsonrpc: the HTTP response carried no answer to the call")
 
 // Call calls method with params and decodes the result into result, as
-// [Client.Call] does. If the server answers with a JSON-RPC error, Call
+// [Conn.Call] does. If the server answers with a JSON-RPC error, Call
 // returns it as an *Error; a status other than 200 gives an *HTTPError.
 // If ctx ends first, the request is abandoned: the server sees its
 // client go away.
@@ -100,8 +108,17 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 		return err
 	}
 	id := c.ids.Add(1)
-	body := appendCall(nil, id, method, raw)
-	x, err := c.post(ctx, body, c.accept())
+	if len(c.Interceptors) > 0 {
+		oc := &outgoing{id: id, params: raw, header: c.newHeader()}
+		return oc.through(ctx, c.chain(), method, result)
+	}
+	return c.call(ctx, nil, id, method, raw, result)
+}
+
+// call posts the call id, with header (nil for Header), and decodes the
+// result of its answer into dest (nil to drop it).
+func (c *HTTPClient) call(ctx context.Context, header http.Header, id int64, method string, raw []byte, dest any) error {
+	x, err := c.post(ctx, appendCall(nil, id, method, raw), c.accept(), header)
 	if err != nil {
 		return err
 	}
@@ -111,15 +128,9 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 		if kind != lineObject {
 			return false, nil
 		}
-		res, found, err := c.answerTo(e, id)
-		if !found {
-			return true, nil
-		}
-		answered = true
-		if err == nil && result != nil {
-			err = decodeResult(res, result)
-		}
-		return false, err
+		found, err := c.answerTo(e, id, dest)
+		answered = found
+		return !found, err
 	})
 	if err == nil && !answered {
 		err = errNoAnswer
@@ -134,7 +145,16 @@ func (c *HTTPClient) Notify(ctx context.Context, method string, params any) erro
 	if err != nil {
 		return err
 	}
-	x, err := c.post(ctx, appendRequest(nil, "", method, raw), contentJSON)
+	if len(c.Interceptors) > 0 {
+		oc := &outgoing{params: raw, header: c.newHeader()}
+		return oc.through(ctx, c.chain(), method, nil)
+	}
+	return c.notify(ctx, nil, method, raw)
+}
+
+// notify posts a notification, with header (nil for Header).
+func (c *HTTPClient) notify(ctx context.Context, header http.Header, method string, raw []byte) error {
+	x, err := c.post(ctx, appendRequest(nil, "", method, raw), contentJSON, header)
 	if err != nil {
 		return err
 	}
@@ -143,40 +163,47 @@ func (c *HTTPClient) Notify(ctx context.Context, method string, params any) erro
 }
 
 // Batch sends calls as one JSON array in one POST and matches each answer
-// to its call by id, as [Client.Batch] does.
+// to its call by id, as [Conn.Batch] does.
 func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
-	if len(calls) == 0 {
-		return errors.New("jsonrpc: empty batch")
-	}
-	ids := make(map[int64]*BatchCall, len(calls))
-	body := []byte{'['}
-	for i, bc := range calls {
-		raw, err := encodeParams(bc.Params)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			body = append(body, ',')
-		}
-		if bc.Notify {
-			body = appendRequest(body, "", bc.Method, raw)
-			continue
-		}
-		id := c.ids.Add(1)
-		ids[id] = bc
-		bc.Err = errNoAnswer
-		body = appendCall(body, id, bc.Method, raw)
-	}
-	body = append(body, ']')
-	x, err := c.post(ctx, body, c.accept())
+	b, err := newOutBatch(calls, &c.ids)
 	if err != nil {
-		for _, bc := range ids {
-			bc.Err = err
-		}
+		return err
+	}
+	if len(c.Interceptors) > 0 {
+		return c.batchThrough(ctx, b)
+	}
+	err = c.exchangeBatch(ctx, &b, nil)
+	b.collect()
+	return err
+}
+
+// batchThrough sends a batch whose entries pass through the client's
+// interceptors. b is taken by value, so that only this path puts it on the
+// heap.
+func (c *HTTPClient) batchThrough(ctx context.Context, b outBatch) error {
+	b.runChains(ctx, c.chain(), c.newHeader, nil)
+	close(b.ch.sent)
+	err := c.exchangeBatch(ctx, &b, b.header())
+	b.ch.chains.Wait()
+	return b.outcome(err)
+}
+
+// exchangeBatch posts the entries of b that go out, with header (nil for
+// Header), and settles them with the answers that come back. Through
+// interceptors, it then hands them their outcomes.
+func (c *HTTPClient) exchangeBatch(ctx context.Context, b *outBatch, header http.Header) error {
+	if !b.anyOut() {
+		return nil
+	}
+	x, err := c.post(ctx, b.appendTo(nil), c.accept(), header)
+	if err != nil {
+		b.failOut(err)
+		b.deliver()
 		return err
 	}
 	defer x.end()
-	return c.messages(&x, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
+	b.expect(errNoAnswer)
+	err = c.messages(&x, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
 		switch kind {
 		case lineObject:
 			if c.note(e) {
@@ -185,88 +212,145 @@ func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
 			// A single error answer, such as a Parse error, for the
 			// whole batch.
 			if r, why := e.response(); why == "" && r.Error != nil {
-				for _, bc := range ids {
-					bc.Err = r.Error
-				}
+				b.expect(r.Error)
 				return false, r.Error
 			}
 		case lineBatch:
-			for i := range batch {
-				id, ok := parseID(batch[i].id)
-				bc := ids[id]
-				if !ok || bc == nil {
-					continue
-				}
-				r, why := batch[i].response()
-				switch {
-				case why != "":
-					bc.Err = fmt.Errorf("jsonrpc: invalid response: %s", why)
-				case r.Error != nil:
-					bc.Err = r.Error
-				case bc.Result != nil:
-					bc.Err = decodeResult(r.Result, bc.Result)
-				default:
-					bc.Err = nil
-				}
-			}
+			b.match(batch)
 			return false, nil
 		}
 		return true, nil
 	})
+	b.deliver()
+	return err
+}
+
+// header returns the header of the one request that carries a batch
+// through interceptors: every value that the header of an entry that goes
+// out holds.
+func (b *outBatch) header() http.Header {
+	h := make(http.Header)
+	for i := range b.entries {
+		e := &b.entries[i]
+		if !e.out {
+			continue
+		}
+		for k, vs := range e.oc.header {
+			for _, v := range vs {
+				if !slices.Contains(h[k], v) {
+					h[k] = append(h[k], v)
+				}
+			}
+		}
+	}
+	return h
 }
 
 // Stream calls a streaming method (see [Stream]) and returns its items as
-// the server sends them, as [Client.Stream] does: the request asks for
+// the server sends them, as [Conn.Stream] does: the request asks for
 // server-sent events, each "$/stream" notification for the call yields
 // one item, and the sequence ends with the answer (an error answer is the
 // last pair's error). Stopping the range early, or the end of ctx, drops
 // the request, which cancels the handler on a server that watches its
 // client.
 func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return func(yield func(json.RawMessage, error) bool) {
-		raw, err := encodeParams(params)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		id := c.ids.Add(1)
-		x, err := c.post(ctx, appendCall(nil, id, method, raw), contentSSE)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		defer x.end()
-		quoted := strconv.AppendInt(nil, id, 10)
-		answered, stopped := false, false
-		err = c.messages(&x, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
-			if kind != lineObject {
-				return false, nil
-			}
-			if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamItemMethod {
-				if bytes.Equal(memberValue(e.params, "id"), quoted) {
-					item := append(json.RawMessage(nil), memberValue(e.params, "item")...)
-					if !yield(item, nil) {
-						stopped = true
-						return false, nil
-					}
-				}
-				return true, nil
-			}
-			_, found, err := c.answerTo(e, id)
-			answered = found
-			return !found, err
-		})
-		if stopped {
-			x.cancel() // drops the request, rather than draining it
-			return
-		}
-		if err == nil && !answered {
-			err = errNoAnswer
-		}
-		if err != nil {
-			yield(nil, err)
-		}
+	return streamItems(ctx, c, method, params)
+}
+
+// stream makes a stream call for streamItems.
+func (c *HTTPClient) stream(ctx context.Context, method string, raw []byte, yield func(json.RawMessage, error) bool) (bool, error) {
+	id := c.ids.Add(1)
+	if len(c.Interceptors) > 0 {
+		oc := &outgoing{id: id, params: raw, header: c.newHeader(), yield: yield}
+		err := oc.through(ctx, c.chain(), method, nil)
+		return oc.stopped, err
 	}
+	_, stopped, err := c.streamCall(ctx, nil, id, method, raw, yield, false)
+	return stopped, err
+}
+
+// streamCall posts the stream call id, with header (nil for Header),
+// yields its items as they come, and returns once its answer has come, or
+// the range has stopped early (it reports which), or the call failed. The
+// call's result is returned, as a copy, if keep is set.
+func (c *HTTPClient) streamCall(ctx context.Context, header http.Header, id int64, method string, raw []byte, yield func(json.RawMessage, error) bool, keep bool) (json.RawMessage, bool, error) {
+	x, err := c.post(ctx, appendCall(nil, id, method, raw), contentSSE, header)
+	if err != nil {
+		return nil, false, err
+	}
+	defer x.end()
+	var (
+		result *json.RawMessage
+		dest   any
+	)
+	if keep {
+		result = new(json.RawMessage)
+		dest = result
+	}
+	answered, stopped := false, false
+	err = c.messages(&x, func(e *envelope, _ []envelope, kind lineKind) (bool, error) {
+		if kind != lineObject {
+			return false, nil
+		}
+		if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamItemMethod {
+			if to, ok := streamTarget(e.params); ok && to == id && e.checkRequest() == "" {
+				if !yield(itemOf(e.params), nil) {
+					stopped = true
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+		found, err := c.answerTo(e, id, dest)
+		answered = found
+		return !found, err
+	})
+	if stopped {
+		x.cancel() // drops the request, rather than draining it
+		return nil, true, nil
+	}
+	if err == nil && !answered {
+		err = errNoAnswer
+	}
+	if err != nil || result == nil {
+		return nil, false, err
+	}
+	return *result, false, nil
+}
+
+// chain returns the client's chain of interceptors, built at its first
+// use.
+func (c *HTTPClient) chain() SendFunc {
+	c.chainOnce.Do(func() { c.send = chainOf(c.Interceptors, innermost(c)) })
+	return c.send
+}
+
+// newHeader returns the header of a request whose call passes through
+// interceptors: a copy of Header, for them to add to.
+func (c *HTTPClient) newHeader() http.Header {
+	if c.Header == nil {
+		return make(http.Header)
+	}
+	return c.Header.Clone()
+}
+
+// nextID, sendCall, sendNotify and sendStream make an HTTPClient the
+// outbound of its chain of interceptors.
+
+func (c *HTTPClient) nextID() int64 { return c.ids.Add(1) }
+
+func (c *HTTPClient) sendCall(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, error) {
+	var result json.RawMessage
+	err := c.call(ctx, oc.header, id, method, params, &result)
+	return result, err
+}
+
+func (c *HTTPClient) sendNotify(ctx context.Context, oc *outgoing, method string, params []byte) error {
+	return c.notify(ctx, oc.header, method, params)
+}
+
+func (c *HTTPClient) sendStream(ctx context.Context, oc *outgoing, id int64, method string, params []byte) (json.RawMessage, bool, error) {
+	return c.streamCall(ctx, oc.header, id, method, params, oc.yield, true)
 }
 
 // accept is the Accept header of a call: streams are welcome when
@@ -279,23 +363,21 @@ func (c *HTTPClient) accept() string {
 }
 
 // answerTo reports whether e, one message of a response, is the answer to
-// the call id, and returns its result or the error it carries. A
-// notification goes to OnNotify; other messages are skipped.
-func (c *HTTPClient) answerTo(e *envelope, id int64) (result []byte, found bool, err error) {
+// the call id, and if so returns the error it carries, or that of
+// decoding its result into dest (nil to drop it). A notification goes to
+// OnNotify; other messages are skipped.
+func (c *HTTPClient) answerTo(e *envelope, id int64, dest any) (found bool, err error) {
 	if c.note(e) {
-		return nil, false, nil
+		return false, nil
 	}
 	if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
-		return nil, false, nil
+		return false, nil
 	}
-	r, why := e.response()
-	switch {
-	case why != "":
-		return nil, true, fmt.Errorf("jsonrpc: invalid response: %s", why)
-	case r.Error != nil:
-		return nil, true, r.Error
+	r, err := e.answer()
+	if err == nil {
+		err = decodeAnswer(r, dest)
 	}
-	return r.Result, true, nil
+	return true, err
 }
 
 // note hands a notification to OnNotify and reports whether e was one.
@@ -346,10 +428,10 @@ func (x *exchange) end() {
 	}
 }
 
-// post sends body and returns the exchange, whose response has status
-// 200, 202 or 204; any other status is an *HTTPError. The caller ends the
-// exchange.
-func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (exchange, error) {
+// post sends body, with header (nil for Header), and returns the
+// exchange, whose response has status 200, 202 or 204; any other status
+// is an *HTTPError. The caller ends the exchange.
+func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, header http.Header) (exchange, error) {
 	var cancel context.CancelFunc
 	if accept != contentJSON {
 		ctx, cancel = context.WithCancel(ctx)
@@ -361,12 +443,15 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string) (exch
 		}
 		return exchange{}, err
 	}
-	for k, v := range c.Header {
+	if header == nil {
+		header = c.Header
+	}
+	for k, v := range header {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", contentJSON)
 	req.Header.Set("Accept", accept)
-	hc := c.Client
+	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}

@@ -208,9 +208,9 @@ func v1Callers(t *testing.T, h jsonrpc.Handler) []v1Caller {
 
 	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: h}})
 	t.Cleanup(ts.Close)
-	hc := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	hc := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 	// With OnNotify set, Call and Batch accept a streamed response too.
-	hcStreams := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client(), OnNotify: func(*jsonrpc.Request) {}}
+	hcStreams := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(*jsonrpc.Request) {}}
 
 	// The end that runs the test's function in a handler, with its Peer.
 	fns := make(chan func(context.Context, jsonrpc.Caller), 1)
@@ -861,7 +861,7 @@ func TestMethodNilParams(t *testing.T) {
 			srv.ServeHTTP(w, r)
 		}))
 		defer ts.Close()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 
 		got, err := v1NoParams.Call(t.Context(), c, nil)
 		require.NoError(t, err)

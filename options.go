@@ -53,6 +53,12 @@ type Options struct {
 	// of them before the Call they came with returns.
 	OnNotify func(req *Request)
 
+	// Interceptors wrap every outgoing call and notification, those that
+	// handlers make through [Peer] included, the first outermost (see
+	// [Interceptor]). Each connection builds their chain when it is made,
+	// and panics on a nil Interceptor.
+	Interceptors []Interceptor
+
 	// Logger receives handler panics (at Error, with the stack), and
 	// dropped messages and failed notifications (at Debug); nil discards.
 	Logger *slog.Logger
@@ -178,6 +184,7 @@ func (o *Options) config() *config {
 		onCancel:     o.OnCancel,
 		onNotify:     o.OnNotify,
 		onUnknown:    o.OnUnknownResponse,
+		interceptors: o.Interceptors,
 		drainGrace:   true,
 	}
 }

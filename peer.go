@@ -45,7 +45,7 @@ func Peer(ctx context.Context) Caller {
 type handlerPeer struct{ rc *reqCtx }
 
 func (p handlerPeer) Call(ctx context.Context, method string, params, result any) error {
-	return p.rc.conn.call(ctx, method, params, result)
+	return p.rc.conn.call(ctx, method, params, result, nil)
 }
 
 func (p handlerPeer) Notify(_ context.Context, method string, params any) error {
@@ -57,7 +57,7 @@ func (p handlerPeer) Batch(ctx context.Context, calls ...*BatchCall) error {
 }
 
 func (p handlerPeer) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
-	return p.rc.conn.stream(ctx, method, params)
+	return streamItems(ctx, p.rc.conn, method, params)
 }
 
 // localPeer is the Peer of a handler called in process, whose

@@ -101,7 +101,7 @@ func TestPeerOverHTTP(t *testing.T) {
 	})
 	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	defer ts.Close()
-	c := &jsonrpc.HTTPClient{URL: ts.URL, Client: ts.Client()}
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
 	var got map[string]any
 	require.NoError(t, c.Call(t.Context(), "probe", nil, &got))
 	assert.Equal(t, map[string]any{"call": true, "batch": true, "notify": true, "streamPairs": 1.0, "stream": true}, got)

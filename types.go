@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"unicode/utf8"
@@ -216,6 +217,17 @@ func (e *envelope) response() (Response, string) {
 		werr.Data = append(json.RawMessage(nil), we.Data...)
 	}
 	return Response{Error: werr}, ""
+}
+
+// answer returns e, read as the answer to a call, as a Response, or why
+// it is not one as an error; unlike a connection, which drops a response
+// it cannot read, an HTTPClient fails the call it awaited.
+func (e *envelope) answer() (Response, error) {
+	r, why := e.response()
+	if why != "" {
+		return Response{}, fmt.Errorf("jsonrpc: invalid response: %s", why)
+	}
+	return r, nil
 }
 
 func validParams(p []byte) bool {

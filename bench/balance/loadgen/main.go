@@ -255,8 +255,8 @@ func newHTTPClient(cfg *config) *jsonrpc.HTTPClient {
 		DisableCompression:  true,
 	}
 	return &jsonrpc.HTTPClient{
-		URL:    "http://" + cfg.addr + "/",
-		Client: &http.Client{Transport: httpTagger{tr}},
+		URL:  "http://" + cfg.addr + "/",
+		HTTP: &http.Client{Transport: httpTagger{tr}},
 	}
 }
 

@@ -20,7 +20,7 @@ type HTTPClient struct{ c *jsonrpc.HTTPClient }
 
 // NewHTTPClient returns a client posting to url through hc.
 func NewHTTPClient(url string, hc *http.Client) *HTTPClient {
-	return &HTTPClient{c: &jsonrpc.HTTPClient{URL: url, Client: hc}}
+	return &HTTPClient{c: &jsonrpc.HTTPClient{URL: url, HTTP: hc}}
 }
 
 // Subtract calls subtract(a, b).
