@@ -230,10 +230,8 @@ func roundTrips(b *testing.B, ctx context.Context, callers int) {
 	client.Close()
 }
 
-// caller is what callLoop calls: a Client, a Conn or an HTTPClient.
-type caller interface {
-	Call(ctx context.Context, method string, params, result any) error
-}
+// caller is what callLoop calls: a Conn or an HTTPClient.
+type caller = jsonrpc.Caller
 
 // callLoop calls "echo" on client until b is done, from one goroutine when
 // callers is 1 and otherwise from callers goroutines per GOMAXPROCS

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"sync"
 	"sync/atomic"
 )
 
@@ -22,7 +23,8 @@ import (
 // Each call runs the handler on the caller's goroutine, with a context
 // derived from the caller's. A handler's [Peer] has no peer to call (its
 // Call, Batch and Stream fail with [ErrNoConnection]); its notifications go
-// to OnNotify. The zero InProcess answers every call "Method not found".
+// to OnNotify. Interceptors wrap the calls as a connection's do. The zero
+// InProcess answers every call "Method not found".
 // An InProcess is safe for concurrent use when its Handler is.
 type InProcess struct {
 	// Handler answers the calls; nil answers each with
@@ -34,7 +36,52 @@ type InProcess struct {
 	// req and its Params are valid only during the call.
 	OnNotify func(req *Request)
 
-	ids idSource
+	// Interceptors wrap each call, notification, batch entry and stream,
+	// as a connection's do (see [Interceptor]), the first outermost; their
+	// chain is built at the first call. A stream's items reach the range
+	// through the innermost send, which must be called on the
+	// interceptor's goroutine with a context derived from its own.
+	Interceptors []Interceptor
+
+	ids   idSource
+	once  sync.Once
+	chain SendFunc // nil without interceptors
+}
+
+// inProcessStreamKey is the context key under which a stream's call
+// carries its items' sink through the interceptors.
+type inProcessStreamKey struct{}
+
+// send runs req, through the interceptors if there are any. ls, if not
+// nil, takes a stream's items.
+func (p *InProcess) send(ctx context.Context, req *Request, ls *localSender) ([]byte, error) {
+	p.once.Do(func() { p.chain = chainOf(p.Interceptors, p.innermost) })
+	if p.chain == nil {
+		return p.serve(ctx, req, ls)
+	}
+	if ls != nil {
+		ctx = context.WithValue(ctx, inProcessStreamKey{}, ls)
+	}
+	return p.chain(ctx, req)
+}
+
+// innermost is the SendFunc at the heart of the chain: it runs the
+// handler.
+func (p *InProcess) innermost(ctx context.Context, req *Request) (json.RawMessage, error) {
+	if req.Params != nil && !validParams(req.Params) { // an interceptor replaced them
+		return nil, Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
+	}
+	ls, _ := ctx.Value(inProcessStreamKey{}).(*localSender)
+	res, err := p.serve(ctx, req, ls)
+	switch {
+	case req.ID.IsZero():
+		return nil, nil // a notification's outcome is dropped
+	case ls != nil && ls.stopped:
+		return nil, errStreamStopped
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err() // as a connection's call ends
+	}
+	return res, err
 }
 
 // Call calls method with params and decodes the result into result, as
@@ -45,7 +92,7 @@ func (p *InProcess) Call(ctx context.Context, method string, params, result any)
 		return err
 	}
 	req := &Request{ID: p.ids.Next(), Method: method, Params: raw}
-	res, err := p.serve(ctx, req, nil)
+	res, err := p.send(ctx, req, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err() // as a connection's Call does
@@ -60,14 +107,17 @@ func (p *InProcess) Call(ctx context.Context, method string, params, result any)
 
 // Notify calls method with params as a notification: the handler runs,
 // and whatever it returns is dropped. Notify returns an error only when
-// params cannot be encoded.
+// params cannot be encoded or an interceptor returns one.
 func (p *InProcess) Notify(ctx context.Context, method string, params any) error {
 	raw, err := encodeParams(params)
 	if err != nil {
 		return err
 	}
-	_, _ = p.serve(ctx, &Request{Method: method, Params: raw}, nil)
-	return nil
+	_, err = p.send(ctx, &Request{Method: method, Params: raw}, nil)
+	if p.chain == nil {
+		return nil // the handler's error is dropped, as a peer drops it
+	}
+	return err // an interceptor's
 }
 
 // Batch makes each call in turn, as Call and Notify do, and sets its Err.
@@ -101,7 +151,7 @@ func (p *InProcess) Stream(ctx context.Context, method string, params any) iter.
 			return
 		}
 		ls := &localSender{yield: yield}
-		if _, err := p.serve(ctx, &Request{ID: p.ids.Next(), Method: method, Params: raw}, ls); err != nil && !ls.stopped {
+		if _, err := p.send(ctx, &Request{ID: p.ids.Next(), Method: method, Params: raw}, ls); err != nil && !ls.stopped {
 			if ctx.Err() != nil {
 				err = ctx.Err() // as Call does, and a connection's Stream
 			}

@@ -26,19 +26,8 @@ import (
 	"github.com/ndjsonrpc/jsonrpc"
 )
 
-// outCaller is what the three calling faces have in common.
-type outCaller interface {
-	Call(ctx context.Context, method string, params, result any) error
-	Notify(ctx context.Context, method string, params any) error
-	Batch(ctx context.Context, calls ...*jsonrpc.BatchCall) error
-	Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error]
-}
-
-var (
-	_ outCaller = (*jsonrpc.Conn)(nil)
-	_ outCaller = (*jsonrpc.Conn)(nil)
-	_ outCaller = (*jsonrpc.HTTPClient)(nil)
-)
+// outCaller is what the calling faces have in common.
+type outCaller = jsonrpc.Caller
 
 // icNote is the params of "note".
 type icNote struct {
@@ -106,6 +95,9 @@ var icTransports = []struct {
 		ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 		t.Cleanup(ts.Close)
 		return &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), Interceptors: ics}
+	}},
+	{"InProcess", func(t *testing.T, mux *jsonrpc.Mux, ics ...jsonrpc.Interceptor) outCaller {
+		return &jsonrpc.InProcess{Handler: mux, Interceptors: ics}
 	}},
 }
 

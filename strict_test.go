@@ -290,10 +290,7 @@ var strictResults = map[string]string{
 }
 
 // resultCaller is what the callers of TestStrictResults have in common.
-type resultCaller interface {
-	Call(ctx context.Context, method string, params, result any) error
-	Batch(ctx context.Context, calls ...*jsonrpc.BatchCall) error
-}
+type resultCaller = jsonrpc.Caller
 
 // TestStrictResults checks that results decode by the same rules as
 // params, for each caller: a name given twice is an error wrapping

@@ -242,13 +242,8 @@ func twSideMux(side string, notes chan<- string) *jsonrpc.Mux {
 	return mux
 }
 
-// twCaller is what Conn, Client and the tests share: the calling side.
-type twCaller interface {
-	Call(ctx context.Context, method string, params, result any) error
-	Notify(ctx context.Context, method string, params any) error
-	Batch(ctx context.Context, calls ...*jsonrpc.BatchCall) error
-	Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error]
-}
+// twCaller is the calling side the tests share.
+type twCaller = jsonrpc.Caller
 
 // TestTwoWayConnToConn runs two Conns against each other: each calls the
 // other with Call, Notify, Batch and Stream; a handler calls back into the
