@@ -160,20 +160,6 @@ func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
 	return nil
 }
 
-// flushAsync has what is buffered written by a goroutine of the client's,
-// unless a write is in flight, which takes it along. A write error closes
-// the client.
-func (c *conn) flushAsync() {
-	if !c.out.pending() {
-		return
-	}
-	c.goLive(func() {
-		if err := c.out.Flush(); err != nil {
-			c.abort(err)
-		}
-	})
-}
-
 // sendErr is the error for a message that send did not buffer.
 func (c *conn) sendErr(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
