@@ -36,21 +36,14 @@ type conn struct {
 	idle       time.Duration
 	seen       atomic.Uint64 // messages read, counted while idle is set
 
-	cancelConv   Cancellation
-	cancelIns    []incomingCancel // the cancel notifications the peer may send
-	onCancel     func(*CancelError, int, int)
-	noCancel     bool
-	onNotify     func(*Request)
-	onUnknown    func(*Response)
-	streamBuffer int
+	cancelIns []incomingCancel // the cancel notifications the peer may send
+	onCancel  func(*CancelError, int, int)
+	onNotify  func(*Request)
 
-	// The outgoing side (call.go).
-	chain   SendFunc // the interceptors of outgoing calls; nil for none
-	ids     idSource
-	calls   sync.Pool // of *pending, for call
-	pmu     sync.Mutex
-	pending map[int64]*pending
-	callErr error // set once calls can no longer be answered
+	// The outgoing side: the table of calls awaiting answers
+	// (pending.go), and the interceptors of calls (call.go).
+	callTable
+	chain SendFunc // the interceptors of outgoing calls; nil for none
 
 	ctx    context.Context // parent of every handler's context
 	cancel context.CancelCauseFunc
@@ -60,7 +53,6 @@ type conn struct {
 	held    atomic.Int64              // bytes of the units queued or running off the reader; changed under mu
 
 	budgetWait atomic.Bool  // the reader waits for room in the budget
-	awaiting   atomic.Int64 // calls of this side awaiting answers: len(pending)
 	talked     atomic.Bool  // this side has sent a message of its own (see flushFromReader)
 	resumeN    atomic.Int32 // handlers waiting in retakeSlot: len(resume), or about to be
 	inOrder    atomic.Bool  // units wait in ordered, or one in order runs off the reader; changed under mu

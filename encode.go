@@ -50,14 +50,6 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 	return bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), e, nil
 }
 
-// release returns the encoder that holds t's result, if any.
-func (es *encoders) release(t *task) {
-	if t.enc != nil {
-		es.put(t.enc)
-		t.enc = nil
-	}
-}
-
 func (es *encoders) put(e *encoder) {
 	if e.buf.Cap() <= 64<<10 {
 		es.pool.Put(e)

@@ -8,7 +8,6 @@ package jsonrpc
 // (schedule.go, queue.go, unit.go, order.go, slots.go, cancel.go).
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -263,59 +262,6 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		c.finishUnit(u)
 	}
 	c.work()
-	return false
-}
-
-// route handles, on the reader, a message that is not work for a
-// handler: a cancel notification, a response to a call of ours, an item of
-// one of our streams, or a notification for OnNotify. It
-// reports whether e was one; act=false only reports, for a line whose
-// messages were routed once already.
-func (c *conn) route(rs *readState, e *envelope, act bool) bool {
-	if !e.object {
-		return false
-	}
-	if e.method == nil {
-		if e.result == nil && e.err == nil {
-			return false
-		}
-		if _, why := e.response(); why != "" {
-			return false // answered as an Invalid Request
-		}
-		if act {
-			c.deliver(e)
-		}
-		return true
-	}
-	if e.id != nil {
-		return false
-	}
-	// A notification: only three kinds are routed, so the common one is
-	// ruled out by its method before the envelope is checked.
-	name := e.method
-	if bytes.IndexByte(name, '\\') >= 0 {
-		name = appendString(nil, string(methodName(name))) // written with escapes
-	}
-	in := c.cancelIn(name)
-	cancel := in != nil
-	item := !cancel && string(name) == `"`+StreamItemMethod+`"`
-	if !cancel && !item && c.onNotify == nil || e.checkRequest() != "" {
-		return false
-	}
-	switch {
-	case cancel:
-		if act {
-			c.cancelFrom(rs, in, e.params)
-		}
-		return true
-	case item && c.streamItem(e.params, act):
-		return true
-	case c.onNotify != nil:
-		if act {
-			c.onNotify(&Request{Method: string(methodName(e.method)), Params: e.params})
-		}
-		return true
-	}
 	return false
 }
 

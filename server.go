@@ -8,11 +8,6 @@ import (
 	"time"
 )
 
-// StreamItemMethod is the notification that carries one item of a streaming
-// handler: {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}},
-// where X is the id of the request the item belongs to.
-const StreamItemMethod = "$/stream"
-
 // A Server serves JSON-RPC 2.0 connections: streams ([Server.Serve]),
 // message transports ([Server.ServeTransport]), the connections of a
 // listener ([Server.ServeListener]) and HTTP requests
