@@ -1,35 +1,17 @@
 package jsonrpc
 
-// This file holds the outgoing side of a connection: calls, notifications,
-// batches and streams sent to the peer, matched with their responses by
-// id as the read loop delivers them.
+// This file holds the outgoing side of a connection: calls, notifications
+// and streams sent to the peer, through the interceptors (intercept.go),
+// registered in the table of calls awaiting answers (pending.go).
+// It depends on the connection's state and writer (conn.go), pending.go,
+// and the reading role it releases while a handler waits (read.go).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"strconv"
-	"sync"
 )
-
-// pending is a call waiting for its response. Whoever takes it out of the
-// client's map (the reader with the response, or fail) sets err, decodes
-// the result into dest, and sends on done, once.
-type pending struct {
-	done chan struct{} // capacity 1
-	dest any           // where the result is decoded; nil to drop it
-	err  error
-
-	// For streams: items gathered by the reader, their size, and a
-	// signal for each.
-	stream bool
-	mu     sync.Mutex
-	items  [][]byte
-	size   int
-	signal chan struct{}
-}
 
 // call sends a request and waits for its response; see [Conn.Call].
 //
@@ -160,20 +142,6 @@ func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
 	return nil
 }
 
-// flushAsync has what is buffered written by a goroutine of the client's,
-// unless a write is in flight, which takes it along. A write error closes
-// the client.
-func (c *conn) flushAsync() {
-	if !c.out.pending() {
-		return
-	}
-	c.goLive(func() {
-		if err := c.out.Flush(); err != nil {
-			c.abort(err)
-		}
-	})
-}
-
 // sendErr is the error for a message that send did not buffer.
 func (c *conn) sendErr(ctx context.Context, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
@@ -206,63 +174,6 @@ func (c *conn) add(id int64, p *pending) error {
 		c.mu.Unlock()
 	}
 	return nil
-}
-
-// drop forgets the call with id, and reports whether it was still
-// pending.
-func (c *conn) drop(id int64) bool {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	if _, ok := c.pending[id]; !ok {
-		return false
-	}
-	delete(c.pending, id)
-	c.awaiting.Store(int64(len(c.pending)))
-	return true
-}
-
-// abandon gives up waiting for the call with id, whose context ended. If
-// the call was still pending, it is forgotten, the peer is told, and
-// abandon reports true; if its response was already being delivered, it
-// waits for that delivery to end and reports false.
-func (c *conn) abandon(id int64, p *pending) bool {
-	if c.drop(id) {
-		c.sendCancel(id)
-		return true
-	}
-	<-p.done
-	return false
-}
-
-// sendCancel tells the peer that the call with id is cancelled, without
-// making the caller wait for the write.
-func (c *conn) sendCancel(id int64) {
-	if c.noCancel {
-		return
-	}
-	added := c.out.tryAppend(func(b []byte) []byte {
-		b = append(b, `{"jsonrpc":"2.0","method":`...)
-		b = appendString(b, c.cancelConv.method())
-		b = append(b, `,"params":{`...)
-		b = appendString(b, c.cancelConv.idMember())
-		b = append(b, ':')
-		b = strconv.AppendInt(b, id, 10)
-		return append(b, "}}"...)
-	})
-	if added {
-		c.flushAsync()
-	} else {
-		c.log.Debug("jsonrpc: dropped a cancel notification: the peer is not reading", slog.Int64("id", id))
-	}
-}
-
-func (c *conn) closedErr(err error) error {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	if c.callErr != nil {
-		return c.callErr
-	}
-	return &closedError{cause: err}
 }
 
 // notifyPeer sends a notification; see [Conn.Notify]. oc is nil, or
@@ -379,217 +290,5 @@ func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method stri
 			return *result, false, nil
 		}
 		return nil, false, p.err
-	}
-}
-
-// take counts item, about to be handed to the range of a stream, out of
-// the stream's buffer, and returns it. Items stay counted until then, so
-// that those the range has not taken never pass MaxStreamBuffer.
-func (p *pending) take(item []byte) []byte {
-	p.mu.Lock()
-	p.size -= len(item)
-	p.mu.Unlock()
-	return item
-}
-
-// streamItem delivers a "$/stream" notification to its call, and reports
-// whether there was one.
-//
-// With act unset, it only reports whether the item is for a call of ours.
-func (c *conn) streamItem(params []byte, act bool) bool {
-	id, ok := streamTarget(params)
-	if !ok || id <= 0 || id > c.ids.n.Load() {
-		return false // the peer's own
-	}
-	if !act {
-		return true
-	}
-	c.pmu.Lock()
-	p := c.pending[id]
-	c.pmu.Unlock()
-	if p == nil || !p.stream {
-		// An item for a call of ours that has ended (a stream stopped
-		// early) is dropped.
-		return true
-	}
-	item := itemOf(params)
-	p.mu.Lock()
-	overflow := p.size > 0 && p.size+len(item) > c.streamBuffer
-	if !overflow {
-		p.items = append(p.items, item)
-		p.size += len(item)
-	}
-	p.mu.Unlock()
-	if overflow {
-		// The range has fallen too far behind: end the call, and tell
-		// the peer, rather than hold its items without limit.
-		if c.drop(id) {
-			c.sendCancel(id)
-			p.err = &streamOverflowError{limit: c.streamBuffer}
-			p.done <- struct{}{}
-		}
-		return true
-	}
-	select {
-	case p.signal <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// streamTarget returns the id of the call that stream params, those of a
-// "$/stream" notification, carry an item for, if it is one of ours.
-func streamTarget(params []byte) (int64, bool) {
-	if len(params) == 0 || params[0] != '{' {
-		return 0, false
-	}
-	return parseID(memberValue(params, "id"))
-}
-
-// itemOf returns a copy of the "item" member of stream params, or null if
-// they have none.
-func itemOf(params []byte) json.RawMessage {
-	item := memberValue(params, "item")
-	if item == nil {
-		return json.RawMessage("null")
-	}
-	return append(json.RawMessage(nil), item...)
-}
-
-// parseID returns the number an id of ours was written as.
-func parseID(raw []byte) (int64, bool) {
-	if len(raw) == 0 || len(raw) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, d := range raw {
-		if d < '0' || d > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(d-'0')
-	}
-	return n, true
-}
-
-// deliver hands a response to the call it answers.
-func (c *conn) deliver(e *envelope) {
-	resp, why := e.response()
-	if why != "" {
-		c.log.Debug("jsonrpc: dropped an invalid response", slog.String("reason", why))
-		return
-	}
-	id, ok := parseID(e.id)
-	var p *pending
-	if ok {
-		c.pmu.Lock()
-		p = c.pending[id]
-		delete(c.pending, id)
-		c.awaiting.Store(int64(len(c.pending)))
-		c.pmu.Unlock()
-	}
-	if p == nil {
-		if c.onUnknown != nil {
-			// A copy, so that only this rare path makes resp escape.
-			unknown := resp
-			unknown.ID = ID{raw: string(e.id)}
-			if unknown.Result != nil {
-				unknown.Result = append(json.RawMessage(nil), unknown.Result...)
-			}
-			c.onUnknown(&unknown)
-		} else {
-			c.log.Debug("jsonrpc: dropped a response with an unknown id", slog.String("id", string(e.id)))
-		}
-		return
-	}
-	// The caller waits for done, so its result is ours to fill.
-	p.err = decodeAnswer(resp, p.dest)
-	p.done <- struct{}{}
-}
-
-// decodeAnswer returns the outcome of a call answered with r: the error r
-// carries, or that of decoding its result into dest (nil to drop it).
-func decodeAnswer(r Response, dest any) error {
-	switch {
-	case r.Error != nil:
-		return r.Error
-	case dest != nil:
-		return decodeResult(r.Result, dest)
-	}
-	return nil
-}
-
-// decodeResult decodes a result, already validated as JSON, into dest as
-// json.Unmarshal would, but by the strict rules of strict.go: member names
-// match fields exactly, and a name given twice in one object is an error
-// wrapping ErrDuplicateMember. The commonest destinations with a plain
-// value take a shorter way, and a json.RawMessage takes the result as it
-// is; anything else, or anything unusual, goes to encoding/json.
-func decodeResult(raw []byte, dest any) error {
-	switch d := dest.(type) {
-	case *json.RawMessage:
-		*d = append((*d)[:0], raw...)
-		return nil
-	case *int:
-		if n, err := strconv.ParseInt(string(raw), 10, strconv.IntSize); err == nil {
-			*d = int(n)
-			return nil
-		}
-	case *int64:
-		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-			*d = n
-			return nil
-		}
-	case *float64:
-		if len(raw) > 0 && raw[0] != 'n' && raw[0] != '"' && raw[0] != 't' && raw[0] != 'f' {
-			if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
-				*d = f
-				return nil
-			}
-		}
-	case *string:
-		if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-			*d = string(raw[1 : len(raw)-1])
-			return nil
-		}
-	case *bool:
-		switch string(raw) {
-		case "true":
-			*d = true
-			return nil
-		case "false":
-			*d = false
-			return nil
-		}
-	}
-	raw, err := strictResult(raw, dest)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, dest)
-}
-
-// callError returns the error that closed the connection for calls, or nil.
-func (c *conn) callError() error {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	return c.callErr
-}
-
-// failCalls ends the outgoing side with cause: every call in flight, and
-// every later one, fails with an error wrapping ErrClosed and cause.
-func (c *conn) failCalls(cause error) {
-	c.pmu.Lock()
-	if c.callErr != nil {
-		c.pmu.Unlock()
-		return
-	}
-	c.callErr = &closedError{cause: cause}
-	ps := c.pending
-	c.pending = nil
-	c.awaiting.Store(0)
-	c.pmu.Unlock()
-	for _, p := range ps {
-		p.err = c.callErr
-		p.done <- struct{}{}
 	}
 }

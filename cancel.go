@@ -258,3 +258,7 @@ func (c *conn) takeActiveLocked(id string) []*reqCtx {
 	}
 	return list
 }
+
+// cancelMethod is the notification that cancels a request in flight:
+// {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}.
+const cancelMethod = "$/cancelRequest"

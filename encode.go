@@ -50,14 +50,6 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 	return bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), e, nil
 }
 
-// release returns the encoder that holds t's result, if any.
-func (es *encoders) release(t *task) {
-	if t.enc != nil {
-		es.put(t.enc)
-		t.enc = nil
-	}
-}
-
 func (es *encoders) put(e *encoder) {
 	if e.buf.Cap() <= 64<<10 {
 		es.pool.Put(e)
@@ -151,24 +143,3 @@ func appendAnswer(b []byte, id string, result []byte, werr *Error) []byte {
 // largeResult is the size from which a result is written from where it
 // lies rather than copied into the output buffer.
 const largeResult = 64 << 10
-
-// writeAnswer writes a response; flush is set off the reading goroutine,
-// where nobody else would flush it soon.
-func (c *conn) writeAnswer(id string, result []byte, werr *Error, flush bool) {
-	var err error
-	if werr == nil && len(result) >= largeResult {
-		head := appendResultResponse(nil, id, nil)
-		err = c.out.writeLarge(head[:len(head)-1], result, []byte("}"))
-	} else {
-		err = c.out.append(func(b []byte) []byte { return appendAnswer(b, id, result, werr) }, flush)
-	}
-	if err != nil {
-		c.abort(err)
-	}
-}
-
-// writeError writes an error answer from the reading goroutine, which
-// does not wait for room in the output (see lineWriter.appendNow).
-func (c *conn) writeError(id []byte, e *Error) {
-	c.out.appendNow(func(b []byte) []byte { return appendErrorResponse(b, id, e) })
-}

@@ -143,25 +143,6 @@ type httpRequestState struct {
 	in  lineReader
 }
 
-// growStack grows the stack of the new goroutine that serves an HTTP body
-// at once to 16 KiB, about what it reaches (a handler decoding its params
-// with encoding/json, its answer written through net/http). A goroutine
-// starts with a stack of a few KiB; grown on demand, deep in a handler,
-// the stack is copied with every frame on it, which cost a round trip
-// more than the rest of starting the goroutine. Called first, the growth
-// copies one frame.
-//
-//go:noinline
-func growStack() {
-	var room [8 << 10]byte
-	useStack(room[:])
-}
-
-// useStack keeps growStack's array, so that its frame is the size it says.
-//
-//go:noinline
-func useStack([]byte) {}
-
 // isJSONType reports whether a Content-Type is application/json, with any
 // parameters (charset=utf-8), as mime.ParseMediaType would read it but
 // without its allocations.

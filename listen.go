@@ -18,13 +18,6 @@ import (
 // serves at once when [Server.MaxConns] is zero.
 const defaultMaxConns = 1024
 
-// errIdle ends a connection that stayed idle for the server's IdleTimeout.
-var errIdle = errors.New("jsonrpc: connection idle")
-
-// errStalled ends a connection whose peer stopped reading for the server's
-// IdleTimeout.
-var errStalled = errors.New("jsonrpc: the peer stopped reading")
-
 // ServeListener accepts connections on l and serves each one, as Serve
 // serves a stream, on goroutines of its own, until l fails, ctx ends, or
 // the server is shut down or closed. It returns only once every
@@ -172,10 +165,6 @@ func retryAccept(err error) bool {
 	return false
 }
 
-// discardLogger is the logger of a connection given none. It is never
-// changed.
-var discardLogger = slog.New(slog.DiscardHandler)
-
 func (s *Server) logger() *slog.Logger {
 	if s.Logger == nil {
 		return discardLogger
@@ -217,69 +206,4 @@ func Dial(ctx context.Context, network, address string, opts *Options) (*Conn, e
 		return nil, err
 	}
 	return NewConn(nc, nc, opts), nil
-}
-
-// watchIdle closes the connection once it has been idle for c.idle: no
-// whole message read, nothing running, queued or awaited. It checks four
-// times per period, so the connection ends between one and one and a
-// quarter periods after its last activity. A connection whose peer has
-// stopped reading, so that one write has been in flight for the whole
-// period, is aborted, whatever its handlers are doing: they may be
-// waiting to write.
-func (c *conn) watchIdle() (stop func()) {
-	every := max(c.idle/4, time.Millisecond)
-	var (
-		mu         sync.Mutex
-		stopped    bool
-		seen       = c.seen.Load()
-		since      = time.Now()
-		writes     uint64
-		stallSince time.Time
-		t          *time.Timer
-	)
-	t = time.AfterFunc(every, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		now := time.Now()
-		writing, n := c.out.progress()
-		switch {
-		case !writing || n != writes:
-			writes, stallSince = n, time.Time{}
-		case stallSince.IsZero():
-			stallSince = now
-		case now.Sub(stallSince) >= c.idle:
-			c.abort(errStalled)
-			return
-		}
-		if n := c.seen.Load(); n != seen || c.busy() {
-			seen, since = n, now
-		} else if now.Sub(since) >= c.idle {
-			c.stopReading(errIdle, true)
-			return
-		}
-		t.Reset(every)
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
-	}
-}
-
-// busy reports whether the connection has work: a unit running on the
-// reader or off it, requests queued, or calls of its own awaiting answers.
-func (c *conn) busy() bool {
-	if c.running.Load() > 0 || c.held.Load() > 0 || c.awaiting.Load() > 0 {
-		return true
-	}
-	if rs := c.reader.Load(); rs != nil && rs.state.Load()&stateBusy != 0 {
-		return true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue) > 0 || len(c.ordered) > 0
 }

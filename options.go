@@ -1,9 +1,14 @@
 package jsonrpc
 
 // This file holds Options, the settings of every connection, and their
-// defaults, turned into the engine's config in one place.
+// defaults, turned into the engine's config in one place (Options.config;
+// a Server and its transports only adjust a few fields of the result), and
+// the config into a connection (newConn).
+// It sits above the engine: newConn is where its layers are put together.
 
 import (
+	"context"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -188,3 +193,107 @@ func (o *Options) config() *config {
 		drainGrace:   true,
 	}
 }
+
+// config is what sets up a connection: the fields of a [Server],
+// [Options].
+type config struct {
+	handler      Handler
+	log          *slog.Logger
+	framing      Framing
+	cancel       Cancellation
+	maxMessage   int
+	maxBatch     int
+	maxFlight    int
+	budget       int
+	streamBuffer int
+	hideDetail   bool
+	noCancel     bool
+	cancelIn     []Cancellation
+	onCancel     func(*CancelError, int, int)
+	grace        time.Duration
+	onNotify     func(*Request)  // notifications in order, on the reader
+	onUnknown    func(*Response) // responses that match no call
+	drainGrace   bool            // at the end of input, handlers get grace, then stop
+	idle         time.Duration   // close the connection after this long idle
+	encoders     *encoders       // shared result encoders; nil for the connection's own
+	in           *lineReader     // if set, the reader, rather than one made for r
+	order        Order
+	interceptors []Interceptor // outgoing calls pass through them
+}
+
+func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
+	c := &conn{
+		handler:    cfg.handler,
+		log:        cfg.log,
+		in:         cfg.in,
+		out:        newFramedWriter(cfg.framing, w),
+		r:          r,
+		w:          w,
+		maxBatch:   cfg.maxBatch,
+		maxFlight:  int32(min(cfg.maxFlight, 1<<30)),
+		budget:     cfg.budget,
+		hideDetail: cfg.hideDetail,
+		grace:      cfg.grace,
+		drainGrace: cfg.drainGrace,
+		idle:       cfg.idle,
+		encoders:   cfg.encoders,
+		onCancel:   cfg.onCancel,
+		onNotify:   cfg.onNotify,
+		order:      cfg.order.config(),
+		callTable: callTable{
+			cancelConv:   cfg.cancel,
+			noCancel:     cfg.noCancel,
+			onUnknown:    cfg.onUnknown,
+			streamBuffer: cfg.streamBuffer,
+		},
+		finished: make(chan struct{}),
+		aborted:  make(chan struct{}),
+		readDone: make(chan struct{}),
+	}
+	if c.in == nil {
+		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
+	}
+	if len(cfg.interceptors) > 0 {
+		c.chain = chainOf(cfg.interceptors, innermost(c))
+	}
+	if c.encoders == nil {
+		c.encoders = new(encoders)
+	}
+	c.cancelIns = incomingCancels(cfg.cancel, cfg.cancelIn)
+	if c.streamBuffer <= 0 {
+		c.streamBuffer = defaultMaxStreamBuffer
+	}
+	c.mux, _ = c.handler.(*Mux)
+	if c.handler == nil {
+		c.handler = (*Mux)(nil)
+	}
+	if c.log == nil {
+		c.log = discardLogger
+	}
+	if c.maxBatch <= 0 {
+		c.maxBatch = defaultMaxBatch
+	}
+	if c.maxFlight <= 0 {
+		c.maxFlight = defaultMaxInFlight
+	}
+	if c.grace <= 0 {
+		c.grace = defaultStopGrace
+	}
+	if c.budget <= 0 {
+		c.budget = defaultMaxPendingBytes
+	}
+	if c.drainGrace {
+		c.ended = make(chan struct{})
+	}
+	c.live = 1 // the reader, which serve starts
+	c.cond.L = &c.mu
+	c.ctx, c.cancel = context.WithCancelCause(ctx)
+	c.in.beforeRead = c.beforeRead
+	c.in.afterRead = c.afterRead
+	c.out.kick = c.flushFromReader
+	return c
+}
+
+// discardLogger is the logger of a connection given none. It is never
+// changed.
+var discardLogger = slog.New(slog.DiscardHandler)

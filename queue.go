@@ -142,3 +142,21 @@ func (c *conn) work() {
 		c.finishUnit(u)
 	}
 }
+
+// overBudget reports whether n more bytes would take what the connection
+// holds past its budget; while it holds nothing, any n fits.
+func (c *conn) overBudget(n int) bool {
+	held := c.held.Load()
+	return held > 0 && held+int64(n) > int64(c.budget)
+}
+
+// release gives back the bytes a unit held against the budget.
+func (c *conn) release(n int) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.held.Add(int64(-n))
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}

@@ -1,18 +1,14 @@
 package jsonrpc
 
-// This file holds the inline runs and the hand-off: what the reading role
-// owns, how a unit runs, inline on the reading goroutine or on a worker,
-// and the watchdog that hands reading on to a fresh goroutine when a
-// handler holds it up.
+// This file holds the inline runs: what the reading role owns (readState),
+// and how a unit runs, inline on the reading goroutine or on a worker.
+// It depends on the connection's state (conn.go) and on the rest of
+// scheduling (unit.go, invoke.go, reqctx.go, cancel.go).
 
 import (
 	"sync/atomic"
 	"time"
 )
-
-// handoffDelay is how long a handler may run on the reading goroutine
-// before reading moves to a fresh goroutine.
-const handoffDelay = time.Millisecond
 
 // readState is what the reading role owns. When a handler holds the
 // reading goroutine up for too long, the role passes to a new goroutine
@@ -205,115 +201,4 @@ func (c *conn) runTask(t *task, rs *readState, inline bool) (result []byte, werr
 // worker (rs is nil), or inline on a reader that has been handed off.
 func offReader(rs *readState) bool {
 	return rs == nil || rs.state.Load()&stateHandedOff != 0
-}
-
-// arm starts the watchdog's timer unless it runs already. The reader
-// calls it as it starts each unit, so an idle connection has no timer.
-func (c *conn) arm() {
-	if !c.armed.Load() && c.armed.CompareAndSwap(false, true) {
-		if c.timer == nil {
-			// Made on first use, so that a connection of one quick
-			// request (HTTP) makes none. Only the reading role writes
-			// it; tick and serve read it under tickMu.
-			c.tickMu.Lock()
-			if !c.dead {
-				c.timer = time.AfterFunc(handoffDelay, c.tick)
-			}
-			c.tickMu.Unlock()
-			return
-		}
-		c.timer.Reset(handoffDelay)
-	}
-}
-
-// tick is the watchdog: it hands reading to a fresh goroutine when the
-// reader has been busy with the same unit since the last tick, that is for
-// longer than handoffDelay. It re-arms itself while the reader is at work,
-// and rests once the reader waits in Read or reading has ended.
-func (c *conn) tick() {
-	c.tickMu.Lock()
-	defer c.tickMu.Unlock()
-	if c.dead {
-		return
-	}
-	rs := c.reader.Load()
-	s := rs.state.Load()
-	if rs == c.lastRS && s == c.lastSeq && s&stateBusy != 0 && s&stateHandedOff == 0 {
-		c.handoff(rs, s)
-		rs = c.reader.Load()
-		s = rs.state.Load()
-	}
-	c.lastRS, c.lastSeq = rs, s
-	if c.stopping.Load() || (c.parked.Load() && s&stateBusy == 0) {
-		c.armed.Store(false)
-		// A reader that started a unit meanwhile saw the timer armed and
-		// left it: look again, now that it shows as disarmed.
-		if s := c.reader.Load().state.Load(); s&stateBusy == 0 || c.stopping.Load() {
-			return
-		}
-		if !c.armed.CompareAndSwap(false, true) {
-			return
-		}
-	}
-	c.timer.Reset(handoffDelay)
-}
-
-// releaseReader passes the reading role on at once when the handler of rc
-// runs inline on the reading goroutine and is about to wait for the peer:
-// the answer it waits for must be read by someone, and the watchdog would
-// take a millisecond or two to notice. It runs on the handler's goroutine,
-// which alone reads rc.reader.
-func (c *conn) releaseReader(rc *reqCtx) {
-	rs := rc.reader
-	if rs == nil {
-		return // run by a worker
-	}
-	s := rs.state.Load()
-	if s&stateBusy == 0 || s&stateHandedOff != 0 {
-		return // handed off already
-	}
-	c.tickMu.Lock()
-	defer c.tickMu.Unlock()
-	if !c.dead && c.reader.Load() == rs {
-		c.handoff(rs, s) // only if the unit is still this one (s)
-	}
-}
-
-// handoff passes the reading role on, if the reader is still busy with the
-// same unit.
-func (c *conn) handoff(rs *readState, s uint64) {
-	// The unit keeps the read buffer its requests lie in: that counts
-	// against the budget until the unit ends. The state changes under mu,
-	// so that the unit's goroutine, which learns of the handoff from the
-	// state, then sees all that goes with it (charged, off).
-	c.mu.Lock()
-	if c.stopping.Load() || !rs.state.CompareAndSwap(s, s|stateHandedOff) {
-		c.mu.Unlock()
-		return
-	}
-	c.live++
-	rs.charged = int(rs.bufSize.Load())
-	c.held.Add(int64(rs.charged))
-	// The handler that held the reader up now holds a slot, and its unit
-	// runs off the reader, where the order counts it (see admitLocked).
-	c.running.Add(1)
-	if s&stateFree == 0 {
-		c.admitSerialLocked(s&stateSerial != 0)
-		rs.off = true
-	}
-	c.mu.Unlock()
-	// The unit is still running, so its tasks stay as they are.
-	if i := int(rs.current.Load()); i < len(rs.unit.tasks) {
-		if m := rs.unit.tasks[i].method; m != nil {
-			m.slow.Store(true) // its handler held the reader up
-		}
-		if rc := rs.unit.tasks[i].ctx; rc != nil && rc.flags.Load()&flagEnded == 0 {
-			rc.flags.Or(flagInline)
-			c.register(rc)
-		}
-	}
-	next := newReadState()
-	next.names = rs.names
-	c.reader.Store(next)
-	go c.readLoop(next, true)
 }

@@ -8,15 +8,6 @@ import (
 	"time"
 )
 
-// cancelMethod is the notification that cancels a request in flight:
-// {"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":X}}.
-const cancelMethod = "$/cancelRequest"
-
-// StreamItemMethod is the notification that carries one item of a streaming
-// handler: {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}},
-// where X is the id of the request the item belongs to.
-const StreamItemMethod = "$/stream"
-
 // A Server serves JSON-RPC 2.0 connections: streams ([Server.Serve]),
 // message transports ([Server.ServeTransport]), the connections of a
 // listener ([Server.ServeListener]) and HTTP requests

@@ -1,9 +1,17 @@
 package jsonrpc
 
-// This file holds the unit, the work of one line, and its tasks, and how
-// a scanned line is built into one.
+// This file holds the unit, the work of one line, and its tasks, and how a
+// scanned line is built into one: the messages that are not work for a
+// handler are routed (route: responses and stream items to pending.go,
+// cancels to cancel.go, other notifications to OnNotify), the rest become
+// tasks.
+// It depends on the connection's state, on pending.go and cancel.go, and
+// on the rest of scheduling (schedule.go, route.go, reqctx.go).
 
-import "log/slog"
+import (
+	"bytes"
+	"log/slog"
+)
 
 // unit is the work of one line: a single request, or the entries of a
 // batch in order.
@@ -116,4 +124,65 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	t.req.Params = e.params
 	t.params = e.params
 	t.ctx = rs.newCtx(c, t.req.ID.raw, inBatch)
+}
+
+// route handles, on the reader, a message that is not work for a
+// handler: a cancel notification, a response to a call of ours, an item of
+// one of our streams, or a notification for OnNotify. It
+// reports whether e was one; act=false only reports, for a line whose
+// messages were routed once already.
+func (c *conn) route(rs *readState, e *envelope, act bool) bool {
+	if !e.object {
+		return false
+	}
+	if e.method == nil {
+		if e.result == nil && e.err == nil {
+			return false
+		}
+		if _, why := e.response(); why != "" {
+			return false // answered as an Invalid Request
+		}
+		if act {
+			c.deliver(e)
+		}
+		return true
+	}
+	if e.id != nil {
+		return false
+	}
+	// A notification: only three kinds are routed, so the common one is
+	// ruled out by its method before the envelope is checked.
+	name := e.method
+	if bytes.IndexByte(name, '\\') >= 0 {
+		name = appendString(nil, string(methodName(name))) // written with escapes
+	}
+	in := c.cancelIn(name)
+	cancel := in != nil
+	item := !cancel && string(name) == `"`+StreamItemMethod+`"`
+	if !cancel && !item && c.onNotify == nil || e.checkRequest() != "" {
+		return false
+	}
+	switch {
+	case cancel:
+		if act {
+			c.cancelFrom(rs, in, e.params)
+		}
+		return true
+	case item && c.streamItem(e.params, act):
+		return true
+	case c.onNotify != nil:
+		if act {
+			c.onNotify(&Request{Method: string(methodName(e.method)), Params: e.params})
+		}
+		return true
+	}
+	return false
+}
+
+// release returns the encoder that holds t's result, if any.
+func (es *encoders) release(t *task) {
+	if t.enc != nil {
+		es.put(t.enc)
+		t.enc = nil
+	}
 }

@@ -1,0 +1,103 @@
+package jsonrpc
+
+// This file holds the table of this side's calls awaiting the peer's
+// answers (callTable, embedded in conn), and what happens to them when the
+// connection ends (failCalls).
+// It depends on nothing of the engine but the pending call and the error a
+// closed connection gives (errors.go); conn.go, pending.go and the outgoing
+// calls use it.
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// callTable is this side's calls awaiting the peer's answers, by id, and
+// what delivering those answers needs.
+type callTable struct {
+	ids          idSource
+	calls        sync.Pool // of *pending, for call
+	pmu          sync.Mutex
+	pending      map[int64]*pending
+	callErr      error        // set once calls can no longer be answered
+	awaiting     atomic.Int64 // calls of this side awaiting answers: len(pending)
+	cancelConv   Cancellation // how a call given up on is cancelled
+	noCancel     bool
+	onUnknown    func(*Response)
+	streamBuffer int
+}
+
+// pending is a call waiting for its response. Whoever takes it out of the
+// client's map (the reader with the response, or fail) sets err, decodes
+// the result into dest, and sends on done, once.
+type pending struct {
+	done chan struct{} // capacity 1
+	dest any           // where the result is decoded; nil to drop it
+	err  error
+
+	// For streams: items gathered by the reader, their size, and a
+	// signal for each.
+	stream bool
+	mu     sync.Mutex
+	items  [][]byte
+	size   int
+	signal chan struct{}
+}
+
+// take counts item, about to be handed to the range of a stream, out of
+// the stream's buffer, and returns it. Items stay counted until then, so
+// that those the range has not taken never pass MaxStreamBuffer.
+func (p *pending) take(item []byte) []byte {
+	p.mu.Lock()
+	p.size -= len(item)
+	p.mu.Unlock()
+	return item
+}
+
+// drop forgets the call with id, and reports whether it was still
+// pending.
+func (c *callTable) drop(id int64) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if _, ok := c.pending[id]; !ok {
+		return false
+	}
+	delete(c.pending, id)
+	c.awaiting.Store(int64(len(c.pending)))
+	return true
+}
+
+// callError returns the error that closed the connection for calls, or nil.
+func (c *callTable) callError() error {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	return c.callErr
+}
+
+func (c *callTable) closedErr(err error) error {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.callErr != nil {
+		return c.callErr
+	}
+	return &closedError{cause: err}
+}
+
+// failCalls ends the outgoing side with cause: every call in flight, and
+// every later one, fails with an error wrapping ErrClosed and cause.
+func (c *callTable) failCalls(cause error) {
+	c.pmu.Lock()
+	if c.callErr != nil {
+		c.pmu.Unlock()
+		return
+	}
+	c.callErr = &closedError{cause: cause}
+	ps := c.pending
+	c.pending = nil
+	c.awaiting.Store(0)
+	c.pmu.Unlock()
+	for _, p := range ps {
+		p.err = c.callErr
+		p.done <- struct{}{}
+	}
+}

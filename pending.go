@@ -1,0 +1,232 @@
+package jsonrpc
+
+// This file holds the delivery of what the peer sends to this side's
+// calls awaiting answers: responses and stream items to the calls in the
+// table (calltable.go), decoded into their destinations, and the cancel
+// sent for a call given up on.
+// It depends on the connection's state and writer (conn.go) and on
+// calltable.go; route (unit.go) and the outgoing calls (call.go, batch.go)
+// use it.
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+)
+
+// StreamItemMethod is the notification that carries one item of a streaming
+// handler: {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}},
+// where X is the id of the request the item belongs to.
+const StreamItemMethod = "$/stream"
+
+// abandon gives up waiting for the call with id, whose context ended. If
+// the call was still pending, it is forgotten, the peer is told, and
+// abandon reports true; if its response was already being delivered, it
+// waits for that delivery to end and reports false.
+func (c *conn) abandon(id int64, p *pending) bool {
+	if c.drop(id) {
+		c.sendCancel(id)
+		return true
+	}
+	<-p.done
+	return false
+}
+
+// sendCancel tells the peer that the call with id is cancelled, without
+// making the caller wait for the write.
+func (c *conn) sendCancel(id int64) {
+	if c.noCancel {
+		return
+	}
+	added := c.out.tryAppend(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","method":`...)
+		b = appendString(b, c.cancelConv.method())
+		b = append(b, `,"params":{`...)
+		b = appendString(b, c.cancelConv.idMember())
+		b = append(b, ':')
+		b = strconv.AppendInt(b, id, 10)
+		return append(b, "}}"...)
+	})
+	if added {
+		c.flushAsync()
+	} else {
+		c.log.Debug("jsonrpc: dropped a cancel notification: the peer is not reading", slog.Int64("id", id))
+	}
+}
+
+// deliver hands a response to the call it answers.
+func (c *conn) deliver(e *envelope) {
+	resp, why := e.response()
+	if why != "" {
+		c.log.Debug("jsonrpc: dropped an invalid response", slog.String("reason", why))
+		return
+	}
+	id, ok := parseID(e.id)
+	var p *pending
+	if ok {
+		c.pmu.Lock()
+		p = c.pending[id]
+		delete(c.pending, id)
+		c.awaiting.Store(int64(len(c.pending)))
+		c.pmu.Unlock()
+	}
+	if p == nil {
+		if c.onUnknown != nil {
+			// A copy, so that only this rare path makes resp escape.
+			unknown := resp
+			unknown.ID = ID{raw: string(e.id)}
+			if unknown.Result != nil {
+				unknown.Result = append(json.RawMessage(nil), unknown.Result...)
+			}
+			c.onUnknown(&unknown)
+		} else {
+			c.log.Debug("jsonrpc: dropped a response with an unknown id", slog.String("id", string(e.id)))
+		}
+		return
+	}
+	// The caller waits for done, so its result is ours to fill.
+	p.err = decodeAnswer(resp, p.dest)
+	p.done <- struct{}{}
+}
+
+// streamItem delivers a "$/stream" notification to its call, and reports
+// whether there was one.
+//
+// With act unset, it only reports whether the item is for a call of ours.
+func (c *conn) streamItem(params []byte, act bool) bool {
+	id, ok := streamTarget(params)
+	if !ok || id <= 0 || id > c.ids.n.Load() {
+		return false // the peer's own
+	}
+	if !act {
+		return true
+	}
+	c.pmu.Lock()
+	p := c.pending[id]
+	c.pmu.Unlock()
+	if p == nil || !p.stream {
+		// An item for a call of ours that has ended (a stream stopped
+		// early) is dropped.
+		return true
+	}
+	item := itemOf(params)
+	p.mu.Lock()
+	overflow := p.size > 0 && p.size+len(item) > c.streamBuffer
+	if !overflow {
+		p.items = append(p.items, item)
+		p.size += len(item)
+	}
+	p.mu.Unlock()
+	if overflow {
+		// The range has fallen too far behind: end the call, and tell
+		// the peer, rather than hold its items without limit.
+		if c.drop(id) {
+			c.sendCancel(id)
+			p.err = &streamOverflowError{limit: c.streamBuffer}
+			p.done <- struct{}{}
+		}
+		return true
+	}
+	select {
+	case p.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// streamTarget returns the id of the call that stream params, those of a
+// "$/stream" notification, carry an item for, if it is one of ours.
+func streamTarget(params []byte) (int64, bool) {
+	if len(params) == 0 || params[0] != '{' {
+		return 0, false
+	}
+	return parseID(memberValue(params, "id"))
+}
+
+// itemOf returns a copy of the "item" member of stream params, or null if
+// they have none.
+func itemOf(params []byte) json.RawMessage {
+	item := memberValue(params, "item")
+	if item == nil {
+		return json.RawMessage("null")
+	}
+	return append(json.RawMessage(nil), item...)
+}
+
+// parseID returns the number an id of ours was written as.
+func parseID(raw []byte) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, d := range raw {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	return n, true
+}
+
+// decodeAnswer returns the outcome of a call answered with r: the error r
+// carries, or that of decoding its result into dest (nil to drop it).
+func decodeAnswer(r Response, dest any) error {
+	switch {
+	case r.Error != nil:
+		return r.Error
+	case dest != nil:
+		return decodeResult(r.Result, dest)
+	}
+	return nil
+}
+
+// decodeResult decodes a result, already validated as JSON, into dest as
+// json.Unmarshal would, but by the strict rules of strict.go: member names
+// match fields exactly, and a name given twice in one object is an error
+// wrapping ErrDuplicateMember. The commonest destinations with a plain
+// value take a shorter way, and a json.RawMessage takes the result as it
+// is; anything else, or anything unusual, goes to encoding/json.
+func decodeResult(raw []byte, dest any) error {
+	switch d := dest.(type) {
+	case *json.RawMessage:
+		*d = append((*d)[:0], raw...)
+		return nil
+	case *int:
+		if n, err := strconv.ParseInt(string(raw), 10, strconv.IntSize); err == nil {
+			*d = int(n)
+			return nil
+		}
+	case *int64:
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			*d = n
+			return nil
+		}
+	case *float64:
+		if len(raw) > 0 && raw[0] != 'n' && raw[0] != '"' && raw[0] != 't' && raw[0] != 'f' {
+			if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+				*d = f
+				return nil
+			}
+		}
+	case *string:
+		if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+			*d = string(raw[1 : len(raw)-1])
+			return nil
+		}
+	case *bool:
+		switch string(raw) {
+		case "true":
+			*d = true
+			return nil
+		case "false":
+			*d = false
+			return nil
+		}
+	}
+	raw, err := strictResult(raw, dest)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, dest)
+}
