@@ -119,3 +119,38 @@ func ExampleHTTPClient_Stream() {
 	fmt.Println()
 	// Output: 0 1 4 9
 }
+
+// A client of a backend that may restart: the Redialer dials when first
+// needed and again whenever the connection breaks, and runs OnConnect on
+// each new connection before calls go through.
+func ExampleRedialer() {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("hello", jsonrpc.Func(func(_ context.Context, _ struct{}) (string, error) { return "hello", nil }))
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	go srv.ServeListener(context.Background(), l)
+	defer srv.Close()
+
+	client := &jsonrpc.Redialer{
+		Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+			return jsonrpc.Dial(ctx, "tcp", l.Addr().String(), nil)
+		},
+		OnConnect: func(ctx context.Context, c *jsonrpc.Conn) error {
+			fmt.Println("connected")
+			return nil // a protocol would initialize its session here
+		},
+		Retry: func(method string) bool { return method == "hello" }, // safe to repeat
+	}
+	defer client.Close()
+	var greeting string
+	if err := client.Call(context.Background(), "hello", nil, &greeting); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(greeting)
+	// Output:
+	// connected
+	// hello
+}

@@ -1,0 +1,270 @@
+package jsonrpc
+
+// This file holds Redialer, a Caller that makes its connection again when
+// it breaks.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Backoff bounds of a Redialer whose fields are zero.
+const (
+	defaultMinBackoff = 50 * time.Millisecond
+	defaultMaxBackoff = 5 * time.Second
+)
+
+// A Redialer is a [Caller] over a connection that it makes when first
+// needed and makes again whenever it breaks: a socket to a backend that
+// restarts, a balancer that resets connections, a child process that
+// exits. Calls made while it reconnects wait for the new connection
+// within their context.
+//
+// A call that fails because its connection broke is made again on the
+// next connection when it surely did not run (it was never written), or
+// when Retry says its method is safe to repeat; otherwise its error is
+// returned, and wraps [ErrClosed]. A Stream whose connection breaks ends
+// with such an error and is not made again, nor is a Batch.
+//
+// Failed dials are retried after a wait that doubles from MinBackoff to
+// MaxBackoff, each drawn at random between half and all of its bound, so
+// that many clients of one restarted server do not return at once.
+//
+// Dial and the other fields must be set before the first call and not
+// changed after. A Redialer is safe for concurrent use; Close ends it.
+type Redialer struct {
+	// Dial makes a new connection, such as
+	//
+	//	func(ctx context.Context) (*jsonrpc.Conn, error) {
+	//		return jsonrpc.Dial(ctx, "tcp", addr, opts)
+	//	}
+	//
+	// Its ctx ends when the Redialer is closed.
+	Dial func(ctx context.Context) (*Conn, error)
+
+	// OnConnect, if set, runs on each new connection before any call goes
+	// through it, to initialize a session or subscribe again. An error
+	// closes that connection and counts as a failed dial.
+	OnConnect func(ctx context.Context, c *Conn) error
+
+	// Retry, if set, reports whether a call of method may be made again
+	// after its connection broke once it was sent: whether the method is
+	// idempotent. Calls that surely did not run are made again whatever it
+	// says.
+	Retry func(method string) bool
+
+	// MinBackoff and MaxBackoff bound the wait between failed dials;
+	// zero means 50 ms and 5 s.
+	MinBackoff, MaxBackoff time.Duration
+
+	mu      sync.Mutex
+	conn    *Conn
+	dialing chan struct{} // closed when the dial under way ends
+	dialErr error         // why the last dial failed
+	closed  bool
+	stop    context.CancelFunc // ends a dial under way
+	wg      sync.WaitGroup     // the dialing goroutine
+}
+
+// errRedialerClosed is why a call to a closed Redialer fails.
+var errRedialerClosed = &closedError{cause: errors.New("jsonrpc: Redialer closed")}
+
+// connFor returns the current connection, waiting within ctx while a new
+// one is made.
+func (r *Redialer) connFor(ctx context.Context) (*Conn, error) {
+	for {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return nil, errRedialerClosed
+		}
+		if c := r.conn; c != nil {
+			select {
+			case <-c.Done():
+				r.conn = nil // broken: make another
+			default:
+				r.mu.Unlock()
+				return c, nil
+			}
+		}
+		if r.dialing == nil {
+			r.startDial()
+		}
+		dialing := r.dialing
+		r.mu.Unlock()
+		select {
+		case <-dialing:
+		case <-ctx.Done():
+			r.mu.Lock()
+			dialErr := r.dialErr
+			r.mu.Unlock()
+			if dialErr != nil {
+				return nil, fmt.Errorf("%w; the last dial failed: %w", ctx.Err(), dialErr)
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// startDial starts the goroutine that makes the next connection. r.mu is
+// held.
+func (r *Redialer) startDial() {
+	ctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	done := make(chan struct{})
+	r.dialing = done
+	r.wg.Go(func() {
+		defer stop()
+		c := r.dialLoop(ctx)
+		r.mu.Lock()
+		if c != nil && r.closed {
+			_ = c.Close()
+			c = nil
+		}
+		r.conn, r.dialing = c, nil
+		close(done)
+		r.mu.Unlock()
+	})
+}
+
+// dialLoop dials until a connection is made and set up, or ctx ends.
+func (r *Redialer) dialLoop(ctx context.Context) *Conn {
+	lo, hi := r.MinBackoff, r.MaxBackoff
+	if lo <= 0 {
+		lo = defaultMinBackoff
+	}
+	if hi <= 0 {
+		hi = defaultMaxBackoff
+	}
+	wait := lo
+	for {
+		c, err := r.Dial(ctx)
+		if err == nil && r.OnConnect != nil {
+			if err = r.OnConnect(ctx, c); err != nil {
+				_ = c.Close()
+			}
+		}
+		if err == nil {
+			r.mu.Lock()
+			r.dialErr = nil
+			r.mu.Unlock()
+			return c
+		}
+		r.mu.Lock()
+		r.dialErr = err
+		r.mu.Unlock()
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		}
+		wait = min(2*wait, hi)
+	}
+}
+
+// again reports whether a call of method that failed with err on its
+// connection is to be made again on a new one.
+func (r *Redialer) again(method string, err error) bool {
+	if err == nil || !errors.Is(err, ErrClosed) || errors.Is(err, errRedialerClosed) {
+		return false
+	}
+	return !mayHaveRun(err) || (r.Retry != nil && r.Retry(method))
+}
+
+// mayHaveRun reports whether a call that failed with err, an error
+// wrapping ErrClosed, may have reached the peer. Any such call may have,
+// as far as the connection tells.
+func mayHaveRun(err error) bool { return true }
+
+// Call calls method on the current connection, as [Conn.Call] does, and
+// makes the call again on a new connection when its connection broke and
+// the call surely did not run or its method may be retried.
+func (r *Redialer) Call(ctx context.Context, method string, params, result any) error {
+	for {
+		c, err := r.connFor(ctx)
+		if err != nil {
+			return err
+		}
+		err = c.Call(ctx, method, params, result)
+		if !r.again(method, err) {
+			return err
+		}
+	}
+}
+
+// Notify sends a notification on the current connection, as [Conn.Notify]
+// does, and again on a new connection if the broken one surely did not
+// send it.
+func (r *Redialer) Notify(ctx context.Context, method string, params any) error {
+	for {
+		c, err := r.connFor(ctx)
+		if err != nil {
+			return err
+		}
+		err = c.Notify(ctx, method, params)
+		if !r.again(method, err) {
+			return err
+		}
+	}
+}
+
+// Batch sends calls on the current connection, as [Conn.Batch] does. A
+// batch is not made again: if its connection breaks, the calls without an
+// answer fail with errors wrapping [ErrClosed].
+func (r *Redialer) Batch(ctx context.Context, calls ...*BatchCall) error {
+	c, err := r.connFor(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Batch(ctx, calls...)
+}
+
+// Stream calls a streaming method on the current connection, as
+// [Conn.Stream] does. A stream is not made again: if its connection
+// breaks, its last pair carries an error wrapping [ErrClosed].
+func (r *Redialer) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
+	return func(yield func(json.RawMessage, error) bool) {
+		c, err := r.connFor(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for item, err := range c.Stream(ctx, method, params) {
+			if !yield(item, err) {
+				return
+			}
+		}
+	}
+}
+
+// Close closes the current connection, stops a dial under way, and makes
+// every later call fail with an error wrapping [ErrClosed]; calls waiting
+// for a connection fail at once. It returns once the dialing goroutine has
+// ended. Close is idempotent.
+func (r *Redialer) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	c := r.conn
+	r.conn = nil
+	if r.stop != nil {
+		r.stop()
+	}
+	dialing := r.dialing
+	r.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+	if dialing != nil {
+		<-dialing
+	}
+	r.wg.Wait()
+	return nil
+}

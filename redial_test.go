@@ -1,0 +1,249 @@
+package jsonrpc_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// pipeBackend serves mux on the far end of each connection a Redialer
+// dials, over net.Pipe, and can break the connections it served.
+type pipeBackend struct {
+	mux   *jsonrpc.Mux
+	fail  atomic.Int32 // dials to refuse before the next one succeeds
+	dials atomic.Int32 // dials attempted
+
+	mu   sync.Mutex
+	ends []net.Conn // the server's ends, to break
+	wg   sync.WaitGroup
+	gate chan struct{} // if not nil, each dial waits for it
+}
+
+var errRefused = errors.New("connection refused (test)")
+
+func (b *pipeBackend) dial(ctx context.Context) (*jsonrpc.Conn, error) {
+	b.dials.Add(1)
+	if b.gate != nil {
+		select {
+		case <-b.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if b.fail.Load() > 0 {
+		b.fail.Add(-1)
+		return nil, errRefused
+	}
+	client, server := net.Pipe()
+	b.mu.Lock()
+	b.ends = append(b.ends, server)
+	b.mu.Unlock()
+	b.wg.Go(func() {
+		_ = jsonrpc.Serve(context.Background(), server, server, b.mux)
+		_ = server.Close()
+	})
+	return jsonrpc.NewConn(client, client, nil), nil
+}
+
+// breakAll closes the server's end of every connection served so far.
+func (b *pipeBackend) breakAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.ends {
+		_ = c.Close()
+	}
+	b.ends = nil
+}
+
+func (b *pipeBackend) close() {
+	b.breakAll()
+	b.wg.Wait()
+}
+
+func newBackend() *pipeBackend {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("add", jsonrpc.Func(func(_ context.Context, p [2]int) (int, error) { return p[0] + p[1], nil }))
+	return &pipeBackend{mux: mux}
+}
+
+func TestRedialerReconnects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		var connects atomic.Int32
+		r := &jsonrpc.Redialer{
+			Dial: b.dial,
+			OnConnect: func(ctx context.Context, c *jsonrpc.Conn) error {
+				connects.Add(1)
+				var n int
+				return c.Call(ctx, "add", [2]int{0, 0}, &n) // a session's first call
+			},
+		}
+		defer r.Close()
+		for i := range 3 {
+			var n int
+			require.NoError(t, r.Call(t.Context(), "add", [2]int{i, 1}, &n), "call %d", i)
+			assert.Equal(t, i+1, n)
+			b.breakAll()
+			synctest.Wait() // the connection sees its end
+		}
+		assert.Equal(t, int32(3), connects.Load(), "OnConnect ran once per connection")
+		assert.Equal(t, int32(3), b.dials.Load())
+	})
+}
+
+func TestRedialerBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		b.fail.Store(1000) // refuse every dial for now
+		r := &jsonrpc.Redialer{Dial: b.dial, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
+		defer r.Close()
+
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		err := r.Call(ctx, "add", [2]int{1, 2}, nil)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, errRefused, "the error says why no connection came")
+		// Waits of 50-100, 100-200, ... ms, then 0.5-1 s each: in 10 s,
+		// between 11 and 22 dials, not thousands.
+		n := b.dials.Load()
+		assert.GreaterOrEqual(t, n, int32(11), "dials in 10 s")
+		assert.LessOrEqual(t, n, int32(22), "dials in 10 s")
+
+		// Once the backend is back, a waiting call goes through.
+		b.fail.Store(0)
+		var sum int
+		require.NoError(t, r.Call(t.Context(), "add", [2]int{1, 2}, &sum))
+		assert.Equal(t, 3, sum)
+	})
+}
+
+func TestRedialerCallsWaitForTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		b.gate = make(chan struct{})
+		r := &jsonrpc.Redialer{Dial: b.dial}
+		defer r.Close()
+
+		results := make(chan error, 4)
+		for range 4 {
+			go func() {
+				var n int
+				results <- r.Call(t.Context(), "add", [2]int{2, 2}, &n)
+			}()
+		}
+		short, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		assert.ErrorIs(t, r.Call(short, "add", [2]int{1, 1}, nil), context.DeadlineExceeded,
+			"a call waits for the connection no longer than its ctx")
+		close(b.gate)
+		for range 4 {
+			assert.NoError(t, <-results)
+		}
+		assert.Equal(t, int32(1), b.dials.Load(), "one dial serves every waiting call")
+	})
+}
+
+func TestRedialerRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		retry bool
+	}{{"not idempotent", false}, {"idempotent", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBackend()
+				defer b.close()
+				var runs atomic.Int32
+				started := make(chan struct{}, 2)
+				b.mux.Handle("slow", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
+					if runs.Add(1) == 1 {
+						started <- struct{}{}
+						<-ctx.Done() // the first run never answers: its connection breaks
+						return "", ctx.Err()
+					}
+					return "done", nil
+				}))
+				r := &jsonrpc.Redialer{Dial: b.dial, Retry: func(method string) bool { return tc.retry && method == "slow" }}
+				defer r.Close()
+
+				res := make(chan error, 1)
+				var got string
+				go func() { res <- r.Call(t.Context(), "slow", nil, &got) }()
+				<-started
+				b.breakAll()
+				err := <-res
+				if tc.retry {
+					require.NoError(t, err)
+					assert.Equal(t, "done", got)
+					assert.Equal(t, int32(2), runs.Load(), "made again on a new connection")
+				} else {
+					require.ErrorIs(t, err, jsonrpc.ErrClosed)
+					assert.Equal(t, int32(1), runs.Load(), "not made again: it may have run")
+				}
+			})
+		})
+	}
+}
+
+func TestRedialerStreamBreaks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		release := make(chan struct{})
+		b.mux.Handle("items", jsonrpc.Stream(func(ctx context.Context, _ struct{}) iter.Seq2[int, error] {
+			return func(yield func(int, error) bool) {
+				if !yield(1, nil) {
+					return
+				}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+		}))
+		r := &jsonrpc.Redialer{Dial: b.dial}
+		defer r.Close()
+		var items int
+		var last error
+		for _, err := range r.Stream(t.Context(), "items", nil) {
+			if err != nil {
+				last = err
+				break
+			}
+			items++
+			b.breakAll()
+		}
+		close(release)
+		assert.Equal(t, 1, items)
+		assert.ErrorIs(t, last, jsonrpc.ErrClosed, "a stream whose connection broke ends with an error")
+	})
+}
+
+func TestRedialerClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		b.gate = make(chan struct{}) // the dial never finishes
+		r := &jsonrpc.Redialer{Dial: b.dial}
+		res := make(chan error, 1)
+		go func() { res <- r.Call(t.Context(), "add", [2]int{1, 1}, nil) }()
+		synctest.Wait()
+		require.NoError(t, r.Close())
+		assert.ErrorIs(t, <-res, jsonrpc.ErrClosed, "a call waiting for a connection fails at Close")
+		assert.ErrorIs(t, r.Call(t.Context(), "add", [2]int{1, 1}, nil), jsonrpc.ErrClosed)
+		assert.NoError(t, r.Close(), "Close is idempotent")
+	})
+}
