@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"iter"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -135,4 +136,32 @@ func TestNoopProvidersAddNothing(t *testing.T) {
 	assert.Same(t, h, tel.Handler(h))
 	next := jsonrpc.SendFunc(func(context.Context, *jsonrpc.Request) (json.RawMessage, error) { return nil, nil })
 	assert.Equal(t, reflect.ValueOf(next).Pointer(), reflect.ValueOf(tel.Interceptor()(next)).Pointer())
+}
+
+// A stream's handler, wrapped, still streams, and its call is one span
+// on each side.
+func TestStream(t *testing.T) {
+	tel := newTelemetry(t)
+	mux := new(jsonrpc.Mux)
+	mux.Use(tel.with(jsonrpcotel.WithTrustRemote(), jsonrpcotel.WithMetaPropagation()).Middleware())
+	mux.Handle("count", jsonrpc.Stream(func(_ context.Context, p struct{ N int }) iter.Seq2[int, error] {
+		return func(yield func(int, error) bool) {
+			for i := range p.N {
+				if !yield(i, nil) {
+					return
+				}
+			}
+		}
+	}))
+	c, stop := pipeTransport(t, mux, tel.with(jsonrpcotel.WithMetaPropagation()).Interceptor())
+	var got []string
+	for item, err := range c.(*jsonrpc.Conn).Stream(t.Context(), "count", map[string]int{"N": 3}) {
+		require.NoError(t, err)
+		got = append(got, string(item))
+	}
+	stop()
+	assert.Equal(t, []string{"0", "1", "2"}, got)
+	cs := tel.span(t, trace.SpanKindClient, "count")
+	ss := tel.span(t, trace.SpanKindServer, "count")
+	assert.Equal(t, cs.SpanContext.SpanID(), ss.Parent.SpanID())
 }
