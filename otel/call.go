@@ -1,0 +1,182 @@
+package jsonrpcotel
+
+// This file holds what servers and clients share: one call's span and
+// measurement, its attributes, and how an error is told.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ndjsonrpc/jsonrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const (
+	// otherMethod is rpc.method for a method the server has no handler
+	// for.
+	otherMethod = "_OTHER"
+	// systemName names the span of such a method.
+	systemName = "jsonrpc"
+	// methodAttr is the place of rpc.method in call.attrs.
+	methodAttr = 2
+)
+
+// A call is one call or notification being traced or measured.
+type call struct {
+	span    trace.Span              // nil when not traced
+	dur     metric.Float64Histogram // nil when not measured
+	start   time.Time
+	server  bool
+	method  string // as sent
+	unknown bool   // the server has no handler for method
+	// attrs are the attributes of both span and measurement, rpc.method
+	// at methodAttr.
+	attrs []attribute.KeyValue
+}
+
+// name returns the span's name.
+func (c *call) name() string {
+	if c.unknown {
+		return systemName
+	}
+	return c.method
+}
+
+// spanAttrs returns the attributes of the span at its start: those of
+// c, the request's id and the method sent if unknown.
+func (c *call) spanAttrs(req *jsonrpc.Request) []attribute.KeyValue {
+	a := append(make([]attribute.KeyValue, 0, len(c.attrs)+2), c.attrs...)
+	if id, ok := idString(req.ID); ok {
+		a = append(a, semconv.JSONRPCRequestID(id))
+	}
+	if c.unknown {
+		a = append(a, semconv.RPCMethodOriginal(c.method))
+	}
+	return a
+}
+
+// end ends the span and records the duration; err is what the handler
+// or the call returned.
+func (c *call) end(ctx context.Context, err error) {
+	now := time.Now()
+	if err != nil {
+		if c.server && !c.unknown && errors.Is(err, jsonrpc.ErrMethodNotFound) {
+			// A handler that answers "Method not found" has no such
+			// method either.
+			c.unknown = true
+			c.attrs[methodAttr] = semconv.RPCMethod(otherMethod)
+			if c.span != nil {
+				c.span.SetName(systemName)
+				c.span.SetAttributes(c.attrs[methodAttr], semconv.RPCMethodOriginal(c.method))
+			}
+		}
+		code, typ, desc := classify(err, c.server)
+		if code != "" {
+			c.attrs = append(c.attrs, semconv.RPCResponseStatusCode(code))
+		}
+		c.attrs = append(c.attrs, semconv.ErrorTypeKey.String(typ))
+		if c.span != nil {
+			n := 1 // error.type, and the status code if any
+			if code != "" {
+				n = 2
+			}
+			c.span.SetAttributes(c.attrs[len(c.attrs)-n:]...)
+			c.span.SetStatus(codes.Error, desc)
+		}
+	}
+	if c.span != nil {
+		c.span.End(trace.WithTimestamp(now))
+	}
+	if c.dur != nil {
+		c.dur.Record(ctx, now.Sub(c.start).Seconds(), metric.WithAttributeSet(attribute.NewSet(c.attrs...)))
+	}
+}
+
+// classify returns the rpc.response.status_code, error.type and status
+// description of err. A server answers an error that carries no code
+// with CodeInternalError, unless it is a cancellation.
+func classify(err error, server bool) (code, typ, desc string) {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) && e != nil {
+		code = strconv.Itoa(int(e.Code))
+		return code, code, e.Message
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "", "context.Canceled", err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		typ = "context.DeadlineExceeded"
+	default:
+		typ = fmt.Sprintf("%T", err)
+	}
+	if server {
+		code = strconv.Itoa(int(jsonrpc.CodeInternalError))
+	}
+	return code, typ, err.Error()
+}
+
+// idString returns jsonrpc.request.id for id: a string without its JSON
+// quotes, a number as written; none for a notification or a null id.
+func idString(id jsonrpc.ID) (string, bool) {
+	if id.IsZero() || id.IsNull() {
+		return "", false
+	}
+	s := id.String()
+	if len(s) > 0 && s[0] == '"' {
+		var u string
+		if json.Unmarshal([]byte(s), &u) == nil {
+			return u, true
+		}
+	}
+	return s, true
+}
+
+// attrs returns the attributes common to the span and the measurement of
+// a call for method: hr is the HTTP request a server serves it from, and
+// overHTTP says that a client sends it over HTTP.
+func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTTP bool) []attribute.KeyValue {
+	if unknown {
+		method = otherMethod
+	}
+	a := make([]attribute.KeyValue, 3, 12)
+	a[0], a[1], a[methodAttr] = semconv.RPCSystemNameJSONRPC, semconv.JSONRPCProtocolVersion(jsonrpc.Version), semconv.RPCMethod(method)
+	address, port := t.address, t.port
+	switch {
+	case hr != nil:
+		transport, version := semconv.NetworkTransportTCP, strconv.Itoa(hr.ProtoMajor)
+		switch hr.ProtoMajor {
+		case 1:
+			version += "." + strconv.Itoa(hr.ProtoMinor)
+		case 3:
+			transport = semconv.NetworkTransportQUIC
+		}
+		a = append(a, transport, semconv.NetworkProtocolName("http"), semconv.NetworkProtocolVersion(version))
+		address, port = splitHostPort(hr.Host)
+		if port == 0 {
+			port = 80
+			if hr.TLS != nil {
+				port = 443
+			}
+		}
+	case overHTTP:
+		a = append(a, semconv.NetworkTransportTCP, semconv.NetworkProtocolName("http"))
+	case t.transport != "":
+		a = append(a, semconv.NetworkTransportKey.String(t.transport))
+	}
+	if address != "" {
+		a = append(a, semconv.ServerAddress(address))
+		if port > 0 {
+			a = append(a, semconv.ServerPort(port))
+		}
+	}
+	return a
+}

@@ -1,0 +1,59 @@
+// Package jsonrpcotel traces and measures JSON-RPC calls made and served
+// with package [github.com/ndjsonrpc/jsonrpc], with OpenTelemetry.
+//
+// A [Telemetry] made by [New] gives a server middleware for
+// [jsonrpc.Mux.Use] and a client interceptor for the Interceptors of
+// [jsonrpc.Options], [jsonrpc.HTTPClient] and [jsonrpc.InProcess]:
+//
+//	tel := jsonrpcotel.New(jsonrpcotel.WithTrustRemote())
+//	mux.Use(tel.Middleware())
+//	client := &jsonrpc.HTTPClient{URL: url, Interceptors: []jsonrpc.Interceptor{tel.Interceptor()}}
+//
+// # Spans and metrics
+//
+// Each call and notification gets a span, and a measurement in a
+// duration histogram, as the OpenTelemetry semantic conventions for
+// JSON-RPC (semconv v1.43.0) describe them:
+//
+//   - the span is named after the method, and is of kind SERVER or CLIENT;
+//   - rpc.system.name is "jsonrpc", jsonrpc.protocol.version "2.0";
+//   - rpc.method is the method, or "_OTHER" for a method the server has
+//     no handler for, with the method sent in rpc.method_original (the
+//     span is then named "jsonrpc");
+//   - jsonrpc.request.id is the id, as a string without JSON quotes, and
+//     is left out for notifications and null ids;
+//   - on an error, the span's status is Error, rpc.response.status_code
+//     is the JSON-RPC error code (such as "-32601"), and error.type is
+//     that code, or the Go type of an error that carries none;
+//   - network.transport is "tcp" over HTTP (with network.protocol.name
+//     "http"), and otherwise what [WithNetwork] says; server.address and
+//     server.port come from the HTTP request's Host on the server, and
+//     from WithNetwork otherwise.
+//
+// The histograms are rpc.server.call.duration and
+// rpc.client.call.duration, in seconds, with the attributes of the span
+// but for the request id and rpc.method_original, which are not bounded.
+//
+// # Propagation
+//
+// The trace context travels in the HTTP request's headers (W3C
+// traceparent and tracestate, or whatever [WithPropagators] says) over
+// HTTP, and, with [WithMetaPropagation], in a "_meta" member of the
+// params, as MCP proposes (SEP-414), on every transport. A server does
+// not take the caller's span as its span's parent unless told to trust
+// it with [WithTrustRemote]: otherwise it starts a new trace linked to
+// the caller's.
+//
+// # Cost
+//
+// With no providers given, New uses OpenTelemetry's global ones. While
+// neither has been set (and with no-op providers), the middleware and the
+// interceptor pass each call straight on after two checks, and add no
+// allocation to the server's path for handlers made with
+// [jsonrpc.HandlerFunc] or [jsonrpc.RawHandlerFunc]. A handler made by
+// [jsonrpc.Func] loses, once wrapped, the server's path that writes its
+// result without boxing it in an interface.
+//
+// The package is called jsonrpcotel, not otel, so that a file can import
+// it next to go.opentelemetry.io/otel without renaming either.
+package jsonrpcotel
