@@ -24,6 +24,25 @@ type Mux struct {
 	raw      map[string]Handler                 // as registered; guarded by mu
 	mw       []func(Handler) Handler            // guarded by mu
 	handlers atomic.Pointer[map[string]Handler] // wrapped; replaced, never changed
+	notFound atomic.Pointer[Handler]            // the middleware around ErrMethodNotFound; nil without middleware
+}
+
+// methodNotFound answers every request with ErrMethodNotFound.
+var methodNotFound Handler = HandlerFunc(func(context.Context, *Request) (any, error) {
+	return nil, ErrMethodNotFound
+})
+
+// missing returns the handler of a method with no handler of its own: nil
+// when there is no middleware, so that the answer is ErrMethodNotFound at
+// once, or else the middleware around that answer.
+func (m *Mux) missing() Handler {
+	if m == nil {
+		return nil
+	}
+	if h := m.notFound.Load(); h != nil {
+		return *h
+	}
+	return nil
 }
 
 var _ Handler = (*Mux)(nil)
@@ -63,8 +82,10 @@ func (m *Mux) Handle(method string, h Handler) {
 // registered already and those registered later; the first added is the
 // outermost. Each handler is wrapped once, when it is registered or Use is
 // called, not on every request, so a server keeps its fast path for a Mux.
-// Requests for a method with no handler are answered [ErrMethodNotFound]
-// without passing through middleware. Use panics on a nil middleware.
+// Requests for a method with no handler pass through the middleware too,
+// around the answer [ErrMethodNotFound], so that middleware sees every
+// request (to count or trace unknown methods, say); [Mux.Handler] still
+// returns nil for them. Use panics on a nil middleware.
 // Middleware runs while the Mux is locked: it must not call the Mux's
 // Handle or Use.
 //
@@ -85,6 +106,8 @@ func (m *Mux) Use(mw ...func(Handler) Handler) {
 		next[method] = m.wrap(h)
 	}
 	m.handlers.Store(&next)
+	nf := m.wrap(methodNotFound)
+	m.notFound.Store(&nf)
 }
 
 // wrap applies the middleware to h; m.mu is held.
@@ -120,7 +143,9 @@ func (m *Mux) Handler(method string) Handler {
 func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 	h := m.Handler(req.Method)
 	if h == nil {
-		return nil, ErrMethodNotFound
+		if h = m.missing(); h == nil {
+			return nil, ErrMethodNotFound
+		}
 	}
 	return h.ServeJSONRPC(ctx, req)
 }

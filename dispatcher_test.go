@@ -1,9 +1,11 @@
 package jsonrpc_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 	"strings"
@@ -707,4 +709,30 @@ func TestMiddlewareReplacedParamsAreChecked(t *testing.T) {
 			assert.Contains(t, out[0], `"code":-32603`)
 		})
 	}
+}
+
+// TestMuxUseSeesUnknownMethods checks that middleware wraps the answer to
+// a method with no handler, in process and on a connection, while
+// Handler still reports that there is none.
+func TestMuxUseSeesUnknownMethods(t *testing.T) {
+	var seen []string
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("known", func(context.Context, *jsonrpc.Request) (any, error) { return "ok", nil })
+	mux.Use(func(next jsonrpc.Handler) jsonrpc.Handler {
+		return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			v, err := next.ServeJSONRPC(ctx, req)
+			seen = append(seen, fmt.Sprintf("%s %v", req.Method, errors.Is(err, jsonrpc.ErrMethodNotFound)))
+			return v, err
+		})
+	})
+	assert.Nil(t, mux.Handler("unknown"))
+
+	_, err := mux.ServeJSONRPC(t.Context(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "unknown"})
+	assert.ErrorIs(t, err, jsonrpc.ErrMethodNotFound)
+
+	var out bytes.Buffer
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"unknown"}` + "\n" + `{"jsonrpc":"2.0","id":3,"method":"known"}` + "\n")
+	require.NoError(t, jsonrpc.Serve(t.Context(), in, &out, mux))
+	assert.Contains(t, out.String(), `{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}`)
+	assert.Equal(t, []string{"unknown true", "unknown true", "known false"}, seen)
 }

@@ -51,7 +51,9 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 			h = t.method.handler(c.mux)
 		}
 		if h == nil {
-			return nil, ErrMethodNotFound, true
+			if h = c.mux.missing(); h == nil {
+				return nil, ErrMethodNotFound, true
+			}
 		}
 	}
 	// A RawHandlerFunc is called directly, and a handler made by Func

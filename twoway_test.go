@@ -1043,6 +1043,8 @@ func TestTwoWayMuxUse(t *testing.T) {
 		"first in before 1", "second in before 1", "third in before 1",
 		"before",
 		"third out", "second out", "first out",
+		"first in missing 2", "second in missing 2", "third in missing 2",
+		"third out", "second out", "first out",
 		"first in after 3", "second in after 3", "third in after 3",
 		"after",
 		"third out", "second out", "first out",

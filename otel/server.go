@@ -18,10 +18,11 @@ import (
 // server. A handler made with [jsonrpc.RawHandlerFunc] stays one, so that
 // a server still calls it directly.
 //
-// A Mux answers a method it has no handler for without calling
-// middleware: to see those calls too (as rpc.method "_OTHER"), wrap the
-// Mux in [Telemetry.Handler] instead. A handler that returns an error
-// that is [jsonrpc.ErrMethodNotFound] has its call recorded as "_OTHER".
+// A Mux passes a call of a method it has no handler for through its
+// middleware too, around the answer [jsonrpc.ErrMethodNotFound]: such a
+// call, like one whose handler returns an error that is
+// ErrMethodNotFound, is recorded as rpc.method "_OTHER", with the method
+// sent in rpc.method_original.
 func (t *Telemetry) Middleware() func(jsonrpc.Handler) jsonrpc.Handler {
 	if t.off() {
 		return func(h jsonrpc.Handler) jsonrpc.Handler { return h }

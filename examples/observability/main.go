@@ -64,7 +64,8 @@ func main() {
 	mux := new(jsonrpc.Mux)
 	mux.Handle("add", jsonrpc.Func(func(_ context.Context, p [2]int) (int, error) { return p[0] + p[1], nil }))
 	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return req.Params, nil }))
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: tel.Handler(mux)}} // Handler: unknown methods too
+	mux.Use(tel.Middleware()) // unknown methods pass through it too
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 
 	if *listen != "" {
 		l, err := net.Listen("tcp", *listen)
