@@ -30,7 +30,9 @@
 // answers each request that still arrives with the error -32091 "Not
 // run" (data {"reason":"stopping"}; over HTTP, with status 503): it did
 // not run, and may be sent elsewhere (see jsonrpc.Server.Shutdown). After
-// the five seconds, what still runs is cancelled:
+// the five seconds, what still runs is cancelled. With -http, it answers
+// 503 for one second more before it closes its listener and its
+// kept-alive connections:
 //
 //	-listen ADDR  newline-delimited JSON-RPC on each connection to ADDR,
 //	              a TCP address (host:port) or unix:PATH
@@ -147,8 +149,14 @@ func serveNetwork(ctx context.Context, srv *jsonrpc.Server, listen, httpAddr str
 		<-stopped
 	}
 	if hs != nil {
-		// The server answers 503 to what comes now; the listener and the
-		// idle connections close, and the requests on the others end.
+		// The server answers 503 to what comes now. It goes on so for a
+		// second before it closes its listener and its idle connections,
+		// so that a client or balancer that keeps connections alive
+		// learns of the stop from a 503 rather than from a connection
+		// closed as it sends on it.
+		if err == nil {
+			time.Sleep(httpLinger)
+		}
 		stop, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = hs.Shutdown(stop)
 		cancel()
@@ -158,6 +166,10 @@ func serveNetwork(ctx context.Context, srv *jsonrpc.Server, listen, httpAddr str
 	}
 	return nil
 }
+
+// httpLinger is how long the HTTP server answers 503 after the graceful
+// stop, before it closes.
+const httpLinger = time.Second
 
 // stopOn stops srv gracefully once ctx ends (a signal) or failed is
 // closed: Shutdown gives the requests in flight five seconds, while later
