@@ -217,7 +217,8 @@ func (e *closedError) Unwrap() []error {
 //     over HTTP, the connection to the server could not be made;
 //   - the peer answered that it did not run it: [ErrNotRun] (an HTTP 503
 //     too), [ErrOverloaded], [ErrParse], [ErrInvalidRequest] or
-//     [ErrMethodNotFound].
+//     [ErrMethodNotFound], or an [HTTPError] with a status under 500,
+//     which refuses the request (405, 413, 415).
 //
 // It reports true for any other failure: the request was sent and the
 // connection ended (an error wrapping ErrClosed) or ctx ended (an error
@@ -235,6 +236,10 @@ func MayHaveRun(err error) bool {
 			return false
 		}
 		return true
+	}
+	var h *HTTPError
+	if errors.As(err, &h) {
+		return h.StatusCode >= 500 // a proxy's 502, say, after the server took it
 	}
 	var s *sentError
 	return errors.As(err, &s)

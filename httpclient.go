@@ -522,8 +522,6 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 	switch {
 	case resp.StatusCode == http.StatusServiceUnavailable:
 		return exchange{}, &notRunError{http: herr, wire: notRunAnswer(head)}
-	case resp.StatusCode >= 500:
-		return exchange{}, sent(herr) // the server may have run it
 	}
 	return exchange{}, herr
 }

@@ -184,3 +184,25 @@ func TestMayHaveRun(t *testing.T) {
 		})
 	}
 }
+
+// TestMayHaveRunValues classifies errors made by hand.
+func TestMayHaveRunValues(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil: it ran", nil, true},
+		{"HTTP 415 refuses", &jsonrpc.HTTPError{StatusCode: 415}, false},
+		{"HTTP 502 after the server took it", &jsonrpc.HTTPError{StatusCode: 502}, true},
+		{"invalid params: the handler ran", jsonrpc.ErrInvalidParams, true},
+		{"parse error", jsonrpc.ErrParse, false},
+		{"a bare ErrClosed was never sent", jsonrpc.ErrClosed, false},
+		{"a bare ctx error was never sent", context.Canceled, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, jsonrpc.MayHaveRun(tc.err))
+		})
+	}
+}
