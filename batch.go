@@ -343,7 +343,7 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 			// error; a call whose response is being delivered keeps it.
 			for j := i; j < len(calls); j++ {
 				if !calls[j].Notify && c.abandon(b.id(j), &b.entries[j].p) {
-					b.entries[j].p.err = ctx.Err()
+					b.entries[j].p.err = sent(ctx.Err())
 				}
 			}
 			return ctx.Err()

@@ -58,7 +58,7 @@ func (c *conn) call(ctx context.Context, method string, params, result any, oc *
 			return c.sendErr(ctx, err)
 		}
 		<-p.done
-		return p.err
+		return unsent(p.err) // failed by failCalls, but never sent
 	}
 	if rc != nil {
 		c.leaveSlot(rc)
@@ -70,7 +70,7 @@ func (c *conn) call(ctx context.Context, method string, params, result any, oc *
 		if c.abandon(id, p) {
 			p.dest = nil
 			c.calls.Put(p)
-			return ctx.Err()
+			return sent(ctx.Err())
 		}
 	}
 	err = p.err
@@ -238,7 +238,9 @@ func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method stri
 	}
 	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 	if err != nil {
-		c.drop(id)
+		if !c.drop(id) {
+			<-p.done // failed by failCalls, but never sent
+		}
 		return nil, false, c.sendErr(ctx, err)
 	}
 	if rc != nil {
@@ -273,7 +275,7 @@ func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method stri
 		case <-p.done:
 		case <-ctx.Done():
 			if c.abandon(id, p) {
-				return nil, false, ctx.Err()
+				return nil, false, sent(ctx.Err())
 			}
 		}
 		// Done: deliver what came before the response, then the end.

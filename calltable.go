@@ -96,8 +96,11 @@ func (c *callTable) failCalls(cause error) {
 	c.pending = nil
 	c.awaiting.Store(0)
 	c.pmu.Unlock()
+	// Each was handed to the writer, or is about to be: the peer may
+	// have run it (see MayHaveRun, and call for the calls that were not).
+	err := sent(c.callErr)
 	for _, p := range ps {
-		p.err = c.callErr
+		p.err = err
 		p.done <- struct{}{}
 	}
 }

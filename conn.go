@@ -80,7 +80,8 @@ type conn struct {
 	aborted   chan struct{} // closed by abort
 	endOnce   sync.Once
 	ended     chan struct{} // closed at the end of the input, when drainGrace
-	stopping  atomic.Bool   // no more lines are to be read
+	stopping  atomic.Uint32 // readOn, readDrain (Shutdown: refuse what comes), or readStop (no more lines are to be read)
+	linger    *time.Timer   // guarded by mu: ends a drain once its work is done (see checkDrainLocked)
 	parked    atomic.Bool   // the reader is in Read, or about to be
 
 	// The watchdog is a timer, armed by the reader when it starts a unit
@@ -134,10 +135,84 @@ func (c *conn) checkDoneLocked() {
 	if c.done {
 		return
 	}
-	if c.live == 0 || c.live == 1 && c.parked.Load() && c.stopping.Load() {
+	if c.live == 0 || c.live == 1 && c.parked.Load() && c.stopped() {
 		c.done = true
 		close(c.finished)
+		return
 	}
+	if c.stopping.Load() == readDrain {
+		c.checkDrainLocked()
+	}
+}
+
+// The values of conn.stopping.
+const (
+	readOn    = iota // reading serves what comes
+	readDrain        // reading refuses what comes (see drain)
+	readStop         // no more lines are to be read
+)
+
+// stopped reports whether no more lines are to be read.
+func (c *conn) stopped() bool { return c.stopping.Load() == readStop }
+
+// drainLinger is how long a draining connection goes on refusing what
+// arrives once its work in flight is done, so that a request its peer
+// sent as the last answer reached it is answered "not run" rather than
+// lost when the connection ends.
+const drainLinger = 100 * time.Millisecond
+
+// drain begins a graceful stop (Shutdown) with cause, which Serve will
+// return: reading goes on, but each request that arrives is answered at
+// once with [ErrNotRun], notifications for the handler are dropped, and
+// responses still reach this side's calls; the requests read before, and
+// this side's calls, go on. Once that work is done, and drainLinger
+// later, reading stops as stopReading stops it. An HTTP body, read whole
+// already, is left to run to its end.
+func (c *conn) drain(cause error) {
+	if c.in.mode == modeWhole {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopping.CompareAndSwap(readOn, readDrain) {
+		return
+	}
+	if c.endErr == nil {
+		c.endErr = cause
+	}
+	c.cond.Broadcast()
+	c.checkDrainLocked()
+}
+
+// checkDrainLocked starts the end of a drain once its work is done: no
+// goroutine of the connection's but the reader, the reader not running a
+// unit, nothing queued, no call of this side's awaiting its answer. It is
+// checked whenever one of those ends. The end comes drainLinger later,
+// whatever arrives meanwhile; a unit the reader starts in that time, read
+// just before the drain began, still runs to its end, since stopReading
+// only stops reading.
+func (c *conn) checkDrainLocked() {
+	if c.linger != nil || c.done || c.live > 1 || len(c.queue) > 0 || len(c.ordered) > 0 || c.awaiting.Load() > 0 {
+		return
+	}
+	if rs := c.reader.Load(); rs != nil && rs.state.Load()&stateBusy != 0 {
+		return
+	}
+	c.linger = time.AfterFunc(drainLinger, func() {
+		if c.stopping.Load() == readDrain {
+			c.stopReading(ErrServerClosed, true)
+		}
+	})
+}
+
+// checkDrain is checkDrainLocked for one who does not hold mu.
+func (c *conn) checkDrain() {
+	if c.stopping.Load() != readDrain {
+		return
+	}
+	c.mu.Lock()
+	c.checkDrainLocked()
+	c.mu.Unlock()
 }
 
 // stopReading ends reading with cause (the first cause is kept). When
@@ -151,7 +226,7 @@ func (c *conn) stopReading(cause error, interrupt bool) {
 	if c.endErr == nil {
 		c.endErr = cause
 	}
-	c.stopping.Store(true)
+	c.stopping.Store(readStop)
 	c.cond.Broadcast()
 	c.checkDoneLocked()
 	c.mu.Unlock()

@@ -85,11 +85,13 @@ func startConn(c *conn) *Conn {
 // result as it is, unchecked.
 //
 // If the peer answers with an error, Call returns it as an *Error. If ctx
-// ends before the answer comes, Call returns ctx.Err() at once, whatever
-// the peer does, tells the peer with the cancel notification (unless
-// CancelQuietly is set; the notice is best effort and is dropped if the
-// peer is not reading), and drops the late answer. Once the connection
+// ends before the answer comes, Call returns an error wrapping ctx.Err()
+// at once, whatever the peer does, tells the peer with the cancel
+// notification (unless CancelQuietly is set; the notice is best effort
+// and is dropped if the peer is not reading), and drops the late answer;
+// if ctx has ended before the call, nothing is sent. Once the connection
 // has ended, Call returns an error wrapping [ErrClosed] and the reason.
+// [MayHaveRun] tells whether a call that failed may have run on the peer.
 //
 // With a ctx that can end, the request is written on a goroutine of the
 // connection's, so that a peer that stops reading cannot hold the caller;
@@ -129,13 +131,20 @@ func (c *Conn) Stream(ctx context.Context, method string, params any) iter.Seq2[
 	return streamItems(ctx, c.c, method, params)
 }
 
-// Shutdown stops reading, lets the requests already read finish and their
-// answers be written, and ends the connection; it returns once that is
-// done, or ctx.Err() if ctx ends first (call Close then). Calls in flight
-// fail with an error wrapping [ErrClosed].
+// Shutdown stops the connection gracefully: the requests already read
+// finish and their answers are written, this side's calls in flight get
+// their answers, and then the connection ends; Shutdown returns once that
+// is done, or ctx.Err() if ctx ends first (call Close then).
+//
+// Meanwhile reading goes on: each request the peer sends is answered at
+// once with [ErrNotRun] (it did not run, and may be sent elsewhere),
+// notifications for the handler are dropped (and logged at Debug), and
+// responses reach this side's calls. Once the work in flight is done,
+// and 100 ms later, whatever the peer still sends, reading stops and the
+// connection ends; calls made after that fail with an error wrapping
+// [ErrClosed], and so does any call still awaiting its answer.
 func (c *Conn) Shutdown(ctx context.Context) error {
-	c.c.stopReading(ErrClosed, true)
-	c.c.failCalls(nil)
+	c.c.drain(ErrClosed)
 	select {
 	case <-c.c.served:
 		return nil

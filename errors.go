@@ -38,6 +38,11 @@ const (
 	// neither stop reading nor hold more. The request may be retried.
 	// Notifications that come then are dropped (and logged at Debug).
 	CodeOverloaded Code = -32090
+	// CodeNotRun means the request was not run, and may be sent again,
+	// to this server later or to another one now: it arrived after a
+	// graceful stop began ([Server.Shutdown], [Conn.Shutdown]). Its data
+	// says why, as {"reason":"stopping"}.
+	CodeNotRun Code = -32091
 
 	// codeServerErrorMin and codeServerErrorMax bound the range that the
 	// specification reserves for implementation-defined server errors.
@@ -63,6 +68,8 @@ func (c Code) String() string {
 		return "Request cancelled"
 	case CodeOverloaded:
 		return "Overloaded"
+	case CodeNotRun:
+		return "Not run"
 	}
 	if c >= codeServerErrorMin && c <= codeServerErrorMax {
 		return "Server error " + strconv.Itoa(int(c))
@@ -130,7 +137,12 @@ var (
 	ErrInternal         = &Error{Code: CodeInternalError, Message: "Internal error"}
 	ErrRequestCancelled = &Error{Code: CodeRequestCancelled, Message: "Request cancelled"}
 	ErrOverloaded       = &Error{Code: CodeOverloaded, Message: "Overloaded"}
+	ErrNotRun           = &Error{Code: CodeNotRun, Message: "Not run"}
 )
+
+// errStopping is the answer to a request that arrives once a graceful stop
+// has begun.
+var errStopping = ErrNotRun.WithData(map[string]string{"reason": "stopping"})
 
 // ErrClosed is returned by the operations of a [Conn] or [Server] that
 // has been closed, or whose connection has ended. Errors that wrap it also
@@ -194,6 +206,73 @@ func (e *closedError) Unwrap() []error {
 		return []error{ErrClosed}
 	}
 	return []error{ErrClosed, e.cause}
+}
+
+// MayHaveRun reports whether the call that failed with err may have run
+// on the peer, so that sending it again could run it twice. It reports
+// false only when the call surely did not run:
+//   - its request was never sent: its params could not be encoded, its
+//     ctx had ended or the connection was closed (an error wrapping
+//     [ErrClosed]) before the request was handed to the connection, or,
+//     over HTTP, the connection to the server could not be made;
+//   - the peer answered that it did not run it: [ErrNotRun] (an HTTP 503
+//     too), [ErrOverloaded], [ErrParse], [ErrInvalidRequest] or
+//     [ErrMethodNotFound], or an [HTTPError] with a status under 500,
+//     which refuses the request (405, 413, 415).
+//
+// It reports true for any other failure: the request was sent and the
+// connection ended (an error wrapping ErrClosed) or ctx ended (an error
+// wrapping ctx.Err()) before the answer came, or the peer answered with
+// another error, which its handler may have returned; and for a nil err,
+// a call that ran. It classifies the errors of every [Caller] alike.
+func MayHaveRun(err error) bool {
+	if err == nil {
+		return true
+	}
+	var e *Error
+	if errors.As(err, &e) && e != nil {
+		switch e.Code {
+		case CodeNotRun, CodeOverloaded, CodeParseError, CodeInvalidRequest, CodeMethodNotFound:
+			return false
+		}
+		return true
+	}
+	var h *HTTPError
+	if errors.As(err, &h) {
+		return h.StatusCode >= 500 // a proxy's 502, say, after the server took it
+	}
+	var s *sentError
+	return errors.As(err, &s)
+}
+
+// sentError marks the failure of a call whose request had been handed to
+// the connection, or sent over HTTP, before the failure: the peer may have
+// run it (see MayHaveRun). It wraps the failure: an error wrapping
+// ErrClosed, or ctx's error.
+type sentError struct{ err error }
+
+func (e *sentError) Error() string { return e.err.Error() }
+
+func (e *sentError) Unwrap() error { return e.err }
+
+// sent marks err, the failure of a call whose request was sent.
+func sent(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*sentError); ok {
+		return err
+	}
+	return &sentError{err: err}
+}
+
+// unsent strips the mark of sent from err, the failure of a call whose
+// request was not sent after all.
+func unsent(err error) error {
+	if s, ok := err.(*sentError); ok {
+		return s.err
+	}
+	return err
 }
 
 // toWireError turns an error returned by a handler into the error object

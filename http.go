@@ -66,8 +66,12 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 //
 // Requests count as connections for Shutdown and Close: Shutdown lets
 // those in flight finish, Close cancels them (a request whose answer was
-// dropped so gets 503 Service Unavailable, if nothing was sent yet), and
-// once the server is closed new requests get 503 too.
+// dropped so gets 500 Internal Server Error, if nothing was sent yet). Once
+// the server is shut down or closed, a new request is not run: it gets
+// 503 Service Unavailable with "Retry-After: 1" and "Connection: close",
+// and, when its body holds calls and the client takes application/json,
+// a JSON body that answers each call with [ErrNotRun] (see
+// [Server.Shutdown]).
 //
 // After Close, or once the client has gone away, ServeHTTP returns when
 // the handlers have returned or StopGrace has passed, whichever comes
@@ -116,7 +120,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := newConn(cfg, ctx, nil, out)
 	c.callErr = errHTTPCall
 	if !s.track(c) {
-		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		refuseHTTP(w, r, body, s.MaxBatch)
 		return
 	}
 	defer s.untrack(c)
@@ -128,12 +132,91 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case out.started:
 	case c.isAborted():
-		// Close, or the client went away: the answer was dropped.
-		http.Error(w, "request abandoned", http.StatusServiceUnavailable)
+		// Close, or the client went away: the answer was dropped. Not
+		// 503, which says the request did not run (see MayHaveRun).
+		http.Error(w, "request abandoned", http.StatusInternalServerError)
 	default:
 		w.WriteHeader(http.StatusAccepted)
 	}
 	out.mu.Unlock()
+}
+
+// refuseHTTP answers a request that came after Shutdown or Close, and did
+// not run: 503 Service Unavailable, with "Retry-After: 1" and
+// "Connection: close"; its body is, when the request's body holds calls
+// and the client takes JSON, their answers, each [ErrNotRun] (one answer,
+// or an array for a batch), and otherwise a line of text.
+func refuseHTTP(w http.ResponseWriter, r *http.Request, body []byte, maxBatch int) {
+	h := w.Header()
+	h.Set("Retry-After", "1")
+	h.Set("Connection", "close")
+	if out := notRunAnswers(body, maxBatch); out != nil && acceptsJSON(r.Header.Values("Accept")) {
+		h.Set("Content-Type", contentJSON)
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write(out)
+		return
+	}
+	http.Error(w, "server stopping: request not run", http.StatusServiceUnavailable)
+}
+
+// notRunAnswers returns the answers, each errStopping, to the calls of
+// body, one message or a batch; nil if it holds none.
+func notRunAnswers(body []byte, maxBatch int) []byte {
+	if maxBatch <= 0 {
+		maxBatch = defaultMaxBatch
+	}
+	var one envelope
+	kind, batch := scanLine(body, &one, nil, maxBatch)
+	isCall := func(e *envelope) bool {
+		return e.object && e.method != nil && e.id != nil && !e.dupID && validID(e.id)
+	}
+	switch kind {
+	case lineObject:
+		if isCall(&one) {
+			return appendErrorResponse(nil, one.id, errStopping)
+		}
+	case lineBatch:
+		var out []byte
+		for i := range batch {
+			if !isCall(&batch[i]) {
+				continue
+			}
+			if out == nil {
+				out = append(out, '[')
+			} else {
+				out = append(out, ',')
+			}
+			out = appendErrorResponse(out, batch[i].id, errStopping)
+		}
+		if out != nil {
+			return append(out, ']')
+		}
+	}
+	return nil
+}
+
+// acceptsJSON reports whether an Accept header takes application/json:
+// it is absent, or names it, application/* or */* at a quality above 0.
+func acceptsJSON(accept []string) bool {
+	if len(accept) == 0 {
+		return true
+	}
+	for _, h := range accept {
+		for part := range strings.SplitSeq(h, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch mt {
+			case contentJSON, "application/*", "*/*":
+				if q, err := strconv.ParseFloat(params["q"], 64); params["q"] == "" || err == nil && q > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // httpRequestState is what ServeHTTP allocates for a request, in one piece:

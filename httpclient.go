@@ -10,10 +10,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"iter"
 	"mime"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -82,7 +82,9 @@ type HTTPClient struct {
 
 // An HTTPError is returned by the methods of [HTTPClient] when the server
 // answers with a status other than 200, or 202 and 204 where no answer is
-// due.
+// due. The error of a 503 Service Unavailable wraps both the *HTTPError
+// and [ErrNotRun] (or the *Error its body answers with, when that is
+// ErrNotRun or [ErrOverloaded]), since the server did not run the call.
 type HTTPError struct {
 	StatusCode int    // such as 415
 	Status     string // such as "415 Unsupported Media Type"
@@ -97,11 +99,42 @@ func (e *HTTPError) Error() string {
 // call.
 var errNoAnswer = errors.New("jsonrpc: the HTTP response carried no answer to the call")
 
+// errMalformedResponse is returned when a response holds a message that
+// is not JSON-RPC.
+var errMalformedResponse = errors.New("jsonrpc: the HTTP response holds a malformed message")
+
+// notRunError is the error of a 503: the server did not run the call.
+type notRunError struct {
+	http *HTTPError
+	wire *Error
+}
+
+func (e *notRunError) Error() string { return e.http.Error() + ": " + e.wire.Error() }
+
+func (e *notRunError) Unwrap() []error { return []error{e.http, e.wire} }
+
+// readFailed is the error of an exchange whose response failed to give
+// the answer, err: the request was sent, so the call may have run (see
+// MayHaveRun). A read of the body that failed, the connection broken,
+// wraps ErrClosed.
+func readFailed(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return sent(ctx.Err())
+	case errors.Is(err, ErrMessageTooLarge), errors.Is(err, errMalformedResponse), errors.Is(err, errNoAnswer):
+		return sent(err)
+	}
+	return sent(&closedError{cause: err})
+}
+
 // Call calls method with params and decodes the result into result, as
 // [Conn.Call] does. If the server answers with a JSON-RPC error, Call
-// returns it as an *Error; a status other than 200 gives an *HTTPError.
-// If ctx ends first, the request is abandoned: the server sees its
-// client go away.
+// returns it as an *Error; a status other than 200 gives an *HTTPError
+// (see there for 503). If ctx ends first, the request is abandoned: the
+// server sees its client go away. A failure of the transport (the
+// connection refused, reset or closed early) gives an error wrapping
+// [ErrClosed] and the *url.Error or read error; [MayHaveRun] says whether
+// the call may have run.
 func (c *HTTPClient) Call(ctx context.Context, method string, params, result any) error {
 	raw, err := encodeParams(params)
 	if err != nil {
@@ -132,8 +165,11 @@ func (c *HTTPClient) call(ctx context.Context, header http.Header, id int64, met
 		answered = found
 		return !found, err
 	})
-	if err == nil && !answered {
-		err = errNoAnswer
+	if !answered {
+		if err == nil {
+			err = errNoAnswer
+		}
+		return readFailed(ctx, err)
 	}
 	return err
 }
@@ -202,7 +238,7 @@ func (c *HTTPClient) exchangeBatch(ctx context.Context, b *outBatch, header http
 		return err
 	}
 	defer x.end()
-	b.expect(errNoAnswer)
+	b.expect(sent(errNoAnswer))
 	err = c.messages(&x, func(e *envelope, batch []envelope, kind lineKind) (bool, error) {
 		switch kind {
 		case lineObject:
@@ -222,6 +258,10 @@ func (c *HTTPClient) exchangeBatch(ctx context.Context, b *outBatch, header http
 		return true, nil
 	})
 	b.deliver()
+	var answer *Error
+	if err != nil && !errors.As(err, &answer) {
+		err = readFailed(ctx, err)
+	}
 	return err
 }
 
@@ -309,8 +349,11 @@ func (c *HTTPClient) streamCall(ctx context.Context, header http.Header, id int6
 		x.cancel() // drops the request, rather than draining it
 		return nil, true, nil
 	}
-	if err == nil && !answered {
-		err = errNoAnswer
+	if !answered {
+		if err == nil {
+			err = errNoAnswer
+		}
+		err = readFailed(ctx, err)
 	}
 	if err != nil || result == nil {
 		return nil, false, err
@@ -430,8 +473,13 @@ func (x *exchange) end() {
 
 // post sends body, with header (nil for Header), and returns the
 // exchange, whose response has status 200, 202 or 204; any other status
-// is an *HTTPError. The caller ends the exchange.
+// is an *HTTPError (see there for 503). A failure of the transport wraps
+// ErrClosed, and is marked as sent (see MayHaveRun) unless no connection
+// could be made. The caller ends the exchange.
 func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, header http.Header) (exchange, error) {
+	if err := ctx.Err(); err != nil {
+		return exchange{}, err // not sent
+	}
 	var cancel context.CancelFunc
 	if accept != contentJSON {
 		ctx, cancel = context.WithCancel(ctx)
@@ -460,7 +508,7 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 		if cancel != nil {
 			cancel()
 		}
-		return exchange{}, err
+		return exchange{}, transportFailed(ctx, err)
 	}
 	x := exchange{resp: resp, cancel: cancel, eof: resp.ContentLength == 0}
 	switch resp.StatusCode {
@@ -470,7 +518,52 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	x.eof = len(head) < 512
 	x.end()
-	return exchange{}, &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: head}
+	herr := &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: head}
+	switch {
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return exchange{}, &notRunError{http: herr, wire: notRunAnswer(head)}
+	}
+	return exchange{}, herr
+}
+
+// transportFailed is the error of a request that net/http could not
+// complete: ctx's error if ctx has ended, otherwise an error wrapping
+// ErrClosed and err. Either is marked as sent, since the request may have
+// reached the server, unless no connection to it could be made.
+func transportFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return sent(err) // a *url.Error that wraps ctx's error
+	}
+	err = &closedError{cause: err}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return err
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return err
+	}
+	return sent(err)
+}
+
+// notRunAnswer returns the error that head, the start of the body of a
+// 503, answers with, if it is ErrNotRun or ErrOverloaded; otherwise
+// ErrNotRun.
+func notRunAnswer(head []byte) *Error {
+	var one envelope
+	kind, batch := scanLine(head, &one, nil, 1)
+	e := &one
+	if kind == lineBatch && len(batch) > 0 {
+		e = &batch[0]
+	} else if kind != lineObject {
+		return ErrNotRun
+	}
+	if r, why := e.response(); why == "" && r.Error != nil {
+		if r.Error.Code == CodeNotRun || r.Error.Code == CodeOverloaded {
+			return r.Error
+		}
+	}
+	return ErrNotRun
 }
 
 // messages calls f for each message of x's response, whatever its
@@ -497,7 +590,7 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 		case lineObject, lineBatch:
 			return f(&one, batch, kind)
 		}
-		return false, fmt.Errorf("jsonrpc: the HTTP response holds a malformed message")
+		return false, errMalformedResponse
 	}
 	var mr MessageReader // nil for plain JSON: the body is one message
 	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {

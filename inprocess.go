@@ -91,18 +91,21 @@ func (p *InProcess) Call(ctx context.Context, method string, params, result any)
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err // not run, as a connection's Call sends nothing then
+	}
 	req := &Request{ID: p.ids.Next(), Method: method, Params: raw}
 	res, err := p.send(ctx, req, nil)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err() // as a connection's Call does
+			return sent(ctx.Err()) // as a connection's Call does: it ran
 		}
 		return err
 	}
 	if result == nil {
 		return nil // dropped, as a connection's Call drops it
 	}
-	return decodeResult(res, result)
+	return sent(decodeResult(res, result))
 }
 
 // Notify calls method with params as a notification: the handler runs,
@@ -153,7 +156,7 @@ func (p *InProcess) Stream(ctx context.Context, method string, params any) iter.
 		ls := &localSender{yield: yield}
 		if _, err := p.send(ctx, &Request{ID: p.ids.Next(), Method: method, Params: raw}, ls); err != nil && !ls.stopped {
 			if ctx.Err() != nil {
-				err = ctx.Err() // as Call does, and a connection's Stream
+				err = sent(ctx.Err()) // as Call does, and a connection's Stream
 			}
 			yield(nil, err)
 		}

@@ -200,11 +200,23 @@
 // them as long again to return; Serve then returns nil, once their
 // responses are written, or an error wrapping [ErrClosed] if a handler had
 // to be abandoned. The same rule holds for a [Conn]. [Server.Shutdown]
-// stops
-// reading and waits for the work in flight, for as long as its context
-// allows; [Server.Close] also cancels the handlers' contexts, and Serve
-// then waits no longer than [Options.StopGrace] for a handler that
-// ignores its context.
+// and [Conn.Shutdown] stop gracefully: they wait for the work in flight,
+// for as long as their context allows, while reading goes on so that
+// nothing is dropped without a word: each request that arrives meanwhile
+// is answered at once with [ErrNotRun] (code -32091, data
+// {"reason":"stopping"}: not run, send it elsewhere), notifications for
+// the handler are dropped, and responses still reach the calls awaiting
+// them. Once the work is done, and 100 ms later whatever the peer still
+// sends, the connection ends. Over HTTP, a request after Shutdown gets
+// 503 with Retry-After and Connection: close. [Server.Close] also cancels
+// the handlers' contexts, stops reading at once, and Serve then waits no
+// longer than [Options.StopGrace] for a handler that ignores its context.
+//
+// [MayHaveRun] tells a caller whether a call that failed may have run:
+// not when it was never sent or was answered [ErrNotRun],
+// [ErrOverloaded] or another error that says the handler never started;
+// every [Caller] classifies its errors alike, and wraps [ErrClosed] for a
+// connection that ended, an HTTP transport failure included.
 //
 // # Streaming
 //

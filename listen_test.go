@@ -427,7 +427,7 @@ func TestListenerShutdownKeepsAnswers(t *testing.T) {
 	go func() { late <- c.Call(t.Context(), "fast", nil, nil) }()
 	require.NoError(t, <-slow, "the answer written before the close arrives whole")
 	assert.Len(t, got, len(big))
-	assert.ErrorIs(t, <-late, jsonrpc.ErrClosed, "the late request is not served")
+	assert.ErrorIs(t, <-late, jsonrpc.ErrNotRun, "the late request is answered, not served")
 	require.NoError(t, <-shut)
 	assert.ErrorIs(t, <-errc, jsonrpc.ErrServerClosed)
 }

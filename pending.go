@@ -27,6 +27,7 @@ const StreamItemMethod = "$/stream"
 func (c *conn) abandon(id int64, p *pending) bool {
 	if c.drop(id) {
 		c.sendCancel(id)
+		c.checkDrain() // a Shutdown may wait for this call
 		return true
 	}
 	<-p.done
@@ -123,7 +124,7 @@ func (c *conn) streamItem(params []byte, act bool) bool {
 		// the peer, rather than hold its items without limit.
 		if c.drop(id) {
 			c.sendCancel(id)
-			p.err = &streamOverflowError{limit: c.streamBuffer}
+			p.err = sent(&streamOverflowError{limit: c.streamBuffer})
 			p.done <- struct{}{}
 		}
 		return true
@@ -176,7 +177,9 @@ func decodeAnswer(r Response, dest any) error {
 	case r.Error != nil:
 		return r.Error
 	case dest != nil:
-		return decodeResult(r.Result, dest)
+		// The call ran: a result it cannot take is no reason to send
+		// it again.
+		return sent(decodeResult(r.Result, dest))
 	}
 	return nil
 }

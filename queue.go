@@ -4,6 +4,8 @@ package jsonrpc
 // under the connection's byte budget (or refused with ErrOverloaded),
 // queued, and run by a worker once a slot is free.
 
+import "log/slog"
+
 // unitOverhead is what a queued unit costs against the budget besides its
 // line: the unit, its tasks and contexts.
 const unitOverhead = 512
@@ -20,7 +22,7 @@ const unitOverhead = 512
 func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	cost := len(line) + unitOverhead
 	c.mu.Lock()
-	for !c.stopping.Load() && c.overBudget(cost) {
+	for !c.stopped() && c.overBudget(cost) {
 		// budgetWait is stored before awaiting is read, and add stores
 		// awaiting before it reads budgetWait: a call made now either is
 		// seen here or wakes the wait.
@@ -30,7 +32,7 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 			// holding the budget wait for: refuse the line instead.
 			c.budgetWait.Store(false)
 			c.mu.Unlock()
-			c.refuse(rs, line, act)
+			c.refuse(rs, line, act, ErrOverloaded)
 			return
 		}
 		c.cond.Wait()
@@ -82,33 +84,43 @@ func (c *conn) startLocked(u *unit) {
 	c.queue = append(c.queue, u)
 }
 
-// refuse answers the requests of line with [ErrOverloaded] instead of
-// running them; what route takes (responses, cancels) it still routes,
-// and notifications are dropped. The reader writes the answers without
-// waiting for room in the output (see lineWriter.appendNow): it must not
-// stop reading here.
-func (c *conn) refuse(rs *readState, line []byte, act bool) {
+// refuse answers the requests of line with werr ([ErrOverloaded], or
+// [ErrNotRun] once Shutdown began) instead of running them; what route
+// takes (responses, cancels) it still routes, and notifications are
+// dropped. The reader writes the answers without waiting for room in the
+// output (see lineWriter.appendNow): it must not stop reading here.
+func (c *conn) refuse(rs *readState, line []byte, act bool, werr *Error) {
 	u := &unit{}
 	var kind lineKind
 	kind, rs.batch = scanLine(line, &rs.env, rs.batch, c.maxBatch)
+	if kind == lineObject && c.route(rs, &rs.env, act) {
+		return
+	}
 	c.buildUnit(rs, u, kind, act)
-	c.log.Debug("jsonrpc: refused requests over the byte budget while awaiting the peer")
+	if werr == ErrOverloaded {
+		c.log.Debug("jsonrpc: refused requests over the byte budget while awaiting the peer")
+	} else {
+		c.log.Debug("jsonrpc: refused requests after Shutdown")
+	}
 	var out []byte
 	n := 0
 	for i := range u.tasks {
 		t := &u.tasks[i]
 		if t.req.ID.IsZero() {
+			if t.preErr == nil {
+				c.log.Debug("jsonrpc: dropped a notification", slog.String("method", t.req.Method), slog.String("why", werr.Message))
+			}
 			continue
 		}
-		werr := t.preErr
-		if werr == nil {
-			werr = ErrOverloaded
+		answer := t.preErr
+		if answer == nil {
+			answer = werr
 		}
 		if n > 0 {
 			out = append(out, ',')
 		}
 		n++
-		out = appendErrorResponse(out, t.req.ID.raw, werr)
+		out = appendErrorResponse(out, t.req.ID.raw, answer)
 	}
 	if n == 0 {
 		return

@@ -130,7 +130,13 @@ func (c *conn) beforeRead() bool {
 	// parked is stored before stopping is read, as stopReading stores
 	// stopping before it reads parked: one of the two sees the other.
 	c.parked.Store(true)
-	return !c.stopping.Load()
+	switch c.stopping.Load() {
+	case readStop:
+		return false
+	case readDrain:
+		c.checkDrain() // the work may have ended with the last line
+	}
+	return true
 }
 
 // afterRead notes that the reader is back from Read.
@@ -154,14 +160,23 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 		c.in.detach()
 	}
 	for {
-		if c.stopping.Load() {
+		if c.stopped() {
 			c.flushAsync()
 			return
 		}
 		line, err := c.in.ReadMessage()
-		if c.stopping.Load() {
-			// Serve may have returned already: serve nothing more.
-			return
+		if s := c.stopping.Load(); s != readOn {
+			if s == readStop {
+				// Serve may have returned already: serve nothing
+				// more.
+				return
+			}
+			if err == nil {
+				// Shutdown: answer, run nothing more.
+				c.refuse(rs, line, true, errStopping)
+				c.checkDrain()
+				continue
+			}
 		}
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
@@ -177,7 +192,9 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 			if !c.in.IsClosed() {
 				c.failCalls(err) // no response can come any more
 			}
-			if c.ended != nil {
+			if c.ended != nil && c.stopping.Load() != readDrain {
+				// (Shutdown, draining, waits for the work in flight
+				// without limit.)
 				c.endOnce.Do(func() { close(c.ended) })
 			}
 			c.flushFromReader() // nothing is left to read: no deadlock
@@ -397,11 +414,11 @@ func (c *conn) tick() {
 		s = rs.state.Load()
 	}
 	c.lastRS, c.lastSeq = rs, s
-	if c.stopping.Load() || (c.parked.Load() && s&stateBusy == 0) {
+	if c.stopped() || (c.parked.Load() && s&stateBusy == 0) {
 		c.armed.Store(false)
 		// A reader that started a unit meanwhile saw the timer armed and
 		// left it: look again, now that it shows as disarmed.
-		if s := c.reader.Load().state.Load(); s&stateBusy == 0 || c.stopping.Load() {
+		if s := c.reader.Load().state.Load(); s&stateBusy == 0 || c.stopped() {
 			return
 		}
 		if !c.armed.CompareAndSwap(false, true) {
@@ -440,7 +457,7 @@ func (c *conn) handoff(rs *readState, s uint64) {
 	// so that the unit's goroutine, which learns of the handoff from the
 	// state, then sees all that goes with it (charged, off).
 	c.mu.Lock()
-	if c.stopping.Load() || !rs.state.CompareAndSwap(s, s|stateHandedOff) {
+	if c.stopped() || !rs.state.CompareAndSwap(s, s|stateHandedOff) {
 		c.mu.Unlock()
 		return
 	}

@@ -27,9 +27,10 @@ const (
 // within their context.
 //
 // A call that fails because its connection broke is made again on the
-// next connection when it surely did not run (it was never written), or
-// when Retry says its method is safe to repeat; otherwise its error is
-// returned, and wraps [ErrClosed]. A Stream whose connection breaks ends
+// next connection when it surely did not run (see [MayHaveRun]), or when
+// Retry says its method is safe to repeat; otherwise its error is
+// returned, and wraps [ErrClosed]. A call answered [ErrNotRun] (the peer
+// is stopping) is made again on a new connection. A Stream whose connection breaks ends
 // with such an error and is not made again, nor is a Batch.
 //
 // Failed dials are retried after a wait that doubles from MinBackoff to
@@ -170,19 +171,27 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 	}
 }
 
-// again reports whether a call of method that failed with err on its
-// connection is to be made again on a new one.
-func (r *Redialer) again(method string, err error) bool {
-	if err == nil || !errors.Is(err, ErrClosed) || errors.Is(err, errRedialerClosed) {
+// again reports whether a call of method that failed with err on c is to
+// be made again on a new connection. A peer that answers [ErrNotRun] is
+// stopping: c is let go (it ends by itself once its calls in flight are
+// answered) and the call is made on a new connection.
+func (r *Redialer) again(c *Conn, method string, err error) bool {
+	if err == nil || errors.Is(err, errRedialerClosed) {
 		return false
 	}
-	return !mayHaveRun(err) || (r.Retry != nil && r.Retry(method))
+	if errors.Is(err, ErrNotRun) {
+		r.mu.Lock()
+		if r.conn == c {
+			r.conn = nil
+		}
+		r.mu.Unlock()
+		return true
+	}
+	if !errors.Is(err, ErrClosed) {
+		return false
+	}
+	return !MayHaveRun(err) || (r.Retry != nil && r.Retry(method))
 }
-
-// mayHaveRun reports whether a call that failed with err, an error
-// wrapping ErrClosed, may have reached the peer. Any such call may have,
-// as far as the connection tells.
-func mayHaveRun(err error) bool { return true }
 
 // Call calls method on the current connection, as [Conn.Call] does, and
 // makes the call again on a new connection when its connection broke and
@@ -194,7 +203,7 @@ func (r *Redialer) Call(ctx context.Context, method string, params, result any) 
 			return err
 		}
 		err = c.Call(ctx, method, params, result)
-		if !r.again(method, err) {
+		if !r.again(c, method, err) {
 			return err
 		}
 	}
@@ -210,7 +219,7 @@ func (r *Redialer) Notify(ctx context.Context, method string, params any) error 
 			return err
 		}
 		err = c.Notify(ctx, method, params)
-		if !r.again(method, err) {
+		if !r.again(c, method, err) {
 			return err
 		}
 	}

@@ -247,3 +247,24 @@ func TestRedialerClose(t *testing.T) {
 		assert.NoError(t, r.Close(), "Close is idempotent")
 	})
 }
+
+func TestRedialerNotRunMovesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		var runs atomic.Int32
+		b.mux.Handle("work", jsonrpc.Func(func(context.Context, struct{}) (int32, error) {
+			if n := runs.Add(1); n == 1 {
+				return 0, jsonrpc.ErrNotRun // as a server that is stopping answers
+			} else {
+				return n, nil
+			}
+		}))
+		r := &jsonrpc.Redialer{Dial: b.dial}
+		defer r.Close()
+		var n int32
+		require.NoError(t, r.Call(t.Context(), "work", nil, &n))
+		assert.Equal(t, int32(2), n, "made again after the peer said it did not run it")
+		assert.Equal(t, int32(2), b.dials.Load(), "on a new connection")
+	})
+}

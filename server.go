@@ -154,19 +154,31 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// Shutdown stops reading on every connection, lets the requests already
-// read finish and their responses be written, and returns when all of that
-// is done (also when a reader sits in a Read that cannot be interrupted),
-// or returns ctx.Err() if ctx ends first. It closes the listeners of
-// ServeListener first, and waits for the goroutines of the connections
-// they accepted too. Unlike Close, it waits
-// for handlers without limit (StopGrace does not apply): give it a ctx
-// with a deadline, and call Close when that passes. Each Serve returns
-// [ErrServerClosed]. Calling Shutdown from inside a handler deadlocks.
+// Shutdown stops every connection gracefully: it closes the listeners of
+// ServeListener, lets the requests already read finish and their
+// responses be written, and returns when all of that is done (also when a
+// reader sits in a Read that cannot be interrupted), or returns ctx.Err()
+// if ctx ends first. Unlike Close, it waits for handlers without limit
+// (StopGrace does not apply): give it a ctx with a deadline, and call
+// Close when that passes. Each Serve returns [ErrServerClosed], and so do
+// later calls to Serve. Calling Shutdown from inside a handler deadlocks.
+//
+// Nothing that arrives meanwhile is dropped without a word: a connection
+// goes on reading while its work in flight finishes, and answers each
+// request that arrives (each request of a batch) at once with
+// [ErrNotRun], which means it did not run and may be sent elsewhere (see
+// [MayHaveRun]). The answers go through the connection's writer, with its
+// backpressure. Notifications for the handler are dropped (and logged at
+// Debug); responses to the calls that handlers make through [Peer] still
+// reach them. Once its work in flight is done, a connection goes on so
+// for 100 ms more, so that a request its peer sent as the last answer
+// reached it is answered too; then it stops reading and ends, whatever
+// the peer still sends. Over HTTP, a request that comes after Shutdown
+// gets 503 (see [Server.ServeHTTP]).
 func (s *Server) Shutdown(ctx context.Context) error {
 	cs := s.closeAll()
 	for _, c := range cs {
-		c.stopReading(ErrServerClosed, true)
+		c.drain(ErrServerClosed)
 	}
 	for _, c := range cs {
 		select {

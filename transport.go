@@ -393,8 +393,11 @@ func (lw *lineWriter) addLine(add func([]byte) []byte) {
 // appendCtx adds one line, built by add, to the buffer, without writing
 // it: the caller arranges for a flush. While the buffer is full, it waits
 // until there is room or ctx ends; then it adds nothing and returns
-// ctx.Err().
+// ctx.Err(), as it does at once if ctx has ended already.
 func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err // not sent: see MayHaveRun
+	}
 	lw.mu.Lock()
 	if lw.full() {
 		stop := context.AfterFunc(ctx, func() {

@@ -1258,11 +1258,11 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 			write(t, r.in, req("1", "work", ""))
 			<-started
 			pending := make(chan error, 1)
-			go func() { pending <- r.c.Call(t.Context(), "never", nil, nil) }()
-			assert.Equal(t, "never", twDecode(t, <-r.lines).Method)
+			go func() { pending <- r.c.Call(t.Context(), "late", nil, nil) }()
+			call := twDecode(t, <-r.lines)
+			assert.Equal(t, "late", call.Method)
 			shut := make(chan error, 1)
 			go func() { shut <- r.c.Shutdown(t.Context()) }()
-			assert.ErrorIs(t, <-pending, jsonrpc.ErrClosed, "a call in flight at Shutdown")
 			synctest.Wait()
 			select {
 			case err := <-shut:
@@ -1270,30 +1270,46 @@ func TestTwoWayConnLifecycle(t *testing.T) {
 			default:
 			}
 			close(release)
-			assert.NoError(t, <-shut)
 			assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"answered"}`, <-r.lines)
+			synctest.Wait()
+			select {
+			case err := <-shut:
+				t.Fatalf("Shutdown returned %v while a call awaited its answer", err)
+			default:
+			}
+			// The answer to this side's call still comes through.
+			write(t, r.in, `{"jsonrpc":"2.0","id":`+string(call.ID)+`,"result":null}`)
+			assert.NoError(t, <-pending, "a call in flight at Shutdown gets its answer")
+			assert.NoError(t, <-shut)
 			assert.ErrorIs(t, r.c.Wait(), jsonrpc.ErrClosed)
 		})
 	})
 
-	t.Run("Shutdown fails a handler's call to the peer", func(t *testing.T) {
+	t.Run("Shutdown lets a handler's call to the peer get its answer", func(t *testing.T) {
 		checkLeaks(t)
 		synctest.Test(t, func(t *testing.T) {
 			nested := make(chan error, 1)
 			r := start(t, jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-				err := jsonrpc.Peer(ctx).Call(ctx, "never", nil, nil)
+				err := jsonrpc.Peer(ctx).Call(ctx, "inner", nil, nil)
 				nested <- err
-				return nil, err
+				return "outer done", err
 			}))
 			write(t, r.in, req(`"outer"`, "work", ""))
-			assert.Equal(t, "never", twDecode(t, <-r.lines).Method)
-			assert.NoError(t, r.c.Shutdown(t.Context()))
-			assert.ErrorIs(t, <-nested, jsonrpc.ErrClosed)
-			m := twDecode(t, <-r.lines)
-			assert.Equal(t, `"outer"`, string(m.ID))
-			if assert.NotNil(t, m.Error, "the handler's answer") {
-				assert.Equal(t, jsonrpc.CodeInternalError, m.Error.Code)
+			call := twDecode(t, <-r.lines)
+			assert.Equal(t, "inner", call.Method)
+			shut := make(chan error, 1)
+			go func() { shut <- r.c.Shutdown(t.Context()) }()
+			synctest.Wait()
+			select {
+			case err := <-shut:
+				t.Fatalf("Shutdown returned %v while a handler awaited the peer", err)
+			default:
 			}
+			// Reading goes on: the answer reaches the handler's call.
+			write(t, r.in, `{"jsonrpc":"2.0","id":`+string(call.ID)+`,"result":null}`)
+			assert.NoError(t, <-nested)
+			assert.JSONEq(t, `{"jsonrpc":"2.0","id":"outer","result":"outer done"}`, <-r.lines)
+			assert.NoError(t, <-shut)
 		})
 	})
 

@@ -3,7 +3,7 @@
 // newline-delimited requests until the end of its input, writes one
 // response per line, and exits 0 once everything is flushed (requests
 // still running at the end of the input get a minute to finish, then are
-// cancelled).
+// cancelled). On SIGINT or SIGTERM it stops as it does with flags (below).
 //
 // Its methods:
 //
@@ -26,7 +26,13 @@
 //
 // With flags it serves a network instead of its standard input and output,
 // until SIGINT or SIGTERM, when it stops accepting, lets the requests in
-// flight finish (for at most five seconds) and exits 0:
+// flight finish (for at most five seconds) and exits 0. Meanwhile it
+// answers each request that still arrives with the error -32091 "Not
+// run" (data {"reason":"stopping"}; over HTTP, with status 503): it did
+// not run, and may be sent elsewhere (see jsonrpc.Server.Shutdown). After
+// the five seconds, what still runs is cancelled. With -http, it answers
+// 503 for one second more before it closes its listener and its
+// kept-alive connections:
 //
 //	-listen ADDR  newline-delimited JSON-RPC on each connection to ADDR,
 //	              a TCP address (host:port) or unix:PATH
@@ -72,6 +78,8 @@ func main() {
 		os.Exit(2)
 	}
 
+	// The signal starts a graceful stop (stopOn); it does not end the
+	// serving contexts, whose end stops every connection as Close does.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	mux := newMux()
@@ -89,7 +97,13 @@ func main() {
 		// The requests still running at the end of the input finish, as
 		// their methods say, unless they take over a minute.
 		srv.StopGrace = time.Minute
-		if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil {
+		stopped := stopOn(ctx, srv, nil)
+		err := srv.Serve(context.Background(), os.Stdin, os.Stdout)
+		if errors.Is(err, jsonrpc.ErrServerClosed) {
+			<-stopped
+			err = nil
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
 			os.Exit(1)
 		}
@@ -115,7 +129,7 @@ func serveNetwork(ctx context.Context, srv *jsonrpc.Server, listen, httpAddr str
 		if err != nil {
 			return err
 		}
-		go func() { errc <- srv.ServeListener(ctx, l) }()
+		go func() { errc <- srv.ServeListener(context.Background(), l) }()
 	}
 	if httpAddr != "" {
 		l, err := net.Listen("tcp", httpAddr)
@@ -126,22 +140,56 @@ func serveNetwork(ctx context.Context, srv *jsonrpc.Server, listen, httpAddr str
 		go func() { errc <- hs.Serve(l) }()
 	}
 	var err error
+	failed := make(chan struct{})
+	stopped := stopOn(ctx, srv, failed)
 	select {
-	case <-ctx.Done():
+	case <-stopped:
 	case err = <-errc:
+		close(failed)
+		<-stopped
 	}
-	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if hs != nil {
+		// The server answers 503 to what comes now. It goes on so for a
+		// second before it closes its listener and its idle connections,
+		// so that a client or balancer that keeps connections alive
+		// learns of the stop from a 503 rather than from a connection
+		// closed as it sends on it.
+		if err == nil {
+			time.Sleep(httpLinger)
+		}
+		stop, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = hs.Shutdown(stop)
-	}
-	if srv.Shutdown(stop) != nil {
-		_ = srv.Close()
+		cancel()
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, jsonrpc.ErrServerClosed) && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// httpLinger is how long the HTTP server answers 503 after the graceful
+// stop, before it closes.
+const httpLinger = time.Second
+
+// stopOn stops srv gracefully once ctx ends (a signal) or failed is
+// closed: Shutdown gives the requests in flight five seconds, while later
+// requests are answered "not run"; then Close cancels what is left. The
+// channel it returns is closed when that is done.
+func stopOn(ctx context.Context, srv *jsonrpc.Server, failed <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-ctx.Done():
+		case <-failed:
+		}
+		stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(stop) != nil {
+			_ = srv.Close()
+		}
+	}()
+	return done
 }
 
 // subtractParams accepts [minuend, subtrahend] or

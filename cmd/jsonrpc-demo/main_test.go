@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndjsonrpc/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -801,4 +803,98 @@ func TestNetwork(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+}
+
+// TestSIGTERMDrops nothing: 16 TCP connections pipeline sleep calls of
+// up to 400 ms, four at a time each, and the demo gets SIGTERM in the
+// middle. Every call must get its result, or the "not run" error that
+// says it may be sent elsewhere; none may fail without a word. (Before,
+// the demo passed its signal context to ServeListener, whose end stopped
+// every connection as Close does: the calls running got no answer, and
+// the calls sent but not read neither.)
+func TestSIGTERMDropsNothing(t *testing.T) {
+	addr := freePort(t)
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoPath, "-listen", addr)
+	cmd.Env = demoEnv
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+
+	const conns, depth = 16, 4
+	var cs []*jsonrpc.Conn
+	require.Eventually(t, func() bool {
+		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
+		if err != nil {
+			return false
+		}
+		cs = append(cs, c)
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "the demo listens on %s", addr)
+	for len(cs) < conns {
+		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
+		require.NoError(t, err)
+		cs = append(cs, c)
+	}
+	defer func() {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+	}()
+
+	type outcome struct {
+		err  error
+		sent bool // it was a call, not a refusal to send one
+	}
+	var (
+		mu       sync.Mutex
+		answered int
+		notRun   int
+		other    []error
+		wg       sync.WaitGroup
+	)
+	progress := make(chan struct{}, conns*depth)
+	for i, c := range cs {
+		for j := range depth {
+			wg.Go(func() {
+				for k := 0; ; k++ {
+					ms := (i*depth + j + k*7) % 400
+					var got string
+					err := c.Call(ctx, "sleep", map[string]int{"ms": ms}, &got)
+					mu.Lock()
+					switch {
+					case err == nil && got == "slept":
+						answered++
+					case errors.Is(err, jsonrpc.ErrNotRun):
+						notRun++
+					case errors.Is(err, jsonrpc.ErrClosed) && !jsonrpc.MayHaveRun(err):
+						// The connection had ended before the call:
+						// nothing was sent.
+					default:
+						other = append(other, err)
+					}
+					mu.Unlock()
+					select {
+					case progress <- struct{}{}:
+					default:
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+	}
+	for range 2 * conns * depth {
+		<-progress // calls are answered: the demo is busy
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	wg.Wait()
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+	assert.Empty(t, other, "calls that failed without an answer or a not-run error")
+	assert.Positive(t, answered)
+	assert.Positive(t, notRun, "calls sent after SIGTERM are answered not run")
+	t.Logf("%d answered, %d not run", answered, notRun)
 }

@@ -25,6 +25,14 @@
 // header: -lb-log names the balancer's log of every request, which says
 // where each call went.
 //
+// Each failed call is classified with [jsonrpc.MayHaveRun]: "not run"
+// (never sent, or answered that it did not run: the "not run" error of
+// a graceful stop, an HTTP 503) or "may have run"; of the latter, those
+// that got no answer at all (the connection ended after the request was
+// written, or the deadline passed) are "dropped silently", which a
+// graceful stop must not do. A TCP caller answered "not run" dials again,
+// as it would to send the call elsewhere.
+//
 // Usage:
 //
 //	loadgen -mode http|tcp -addr HOST:PORT -backends b1,b2,b3 [flags]
@@ -162,6 +170,15 @@ type sample struct {
 	err     error
 	lbLog   string // what the balancer logged of the call, if it failed
 	silent  bool   // failed without an answer, and the balancer logged nothing
+	notRun  bool   // failed, and surely did not run (jsonrpc.MayHaveRun)
+	dropped bool   // failed without an answer or a "not run" error
+}
+
+// dropped reports whether a call that failed with err got neither an
+// answer (a JSON-RPC error, a wrong result) nor word that it did not run.
+func droppedSilently(err error) bool {
+	var re *jsonrpc.Error
+	return jsonrpc.MayHaveRun(err) && !errors.As(err, &re) && !errors.Is(err, errCheck)
 }
 
 // Kinds of failure.
@@ -334,9 +351,10 @@ func (c *tcpCaller) call(ctx context.Context, i int64) (string, error) {
 	if err == nil && got != want(i) {
 		err = fmt.Errorf("%w: subtract #%d gave %d, want %d", errCheck, i, got, want(i))
 	}
-	if err != nil && classify(err) == kindConn {
+	if err != nil && (classify(err) == kindConn || errors.Is(err, jsonrpc.ErrNotRun)) {
 		// The connection is gone (its backend died, or the balancer
-		// closed it): the next call dials again.
+		// closed it), or its backend is stopping: the next call dials
+		// again.
 		_ = c.c.Close()
 		c.c, c.backend = nil, ""
 	}
@@ -495,7 +513,7 @@ func run(cfg *config) error {
 				}
 				if tc, ok := c.(*tcpCaller); ok && tc.c == nil {
 					if err := tc.connect(runCtx); err != nil {
-						own = append(own, sample{i: i, start: time.Since(start), kind: kindConn, err: err})
+						own = append(own, sample{i: i, start: time.Since(start), kind: kindConn, err: err, notRun: true})
 						break
 					}
 				}
@@ -509,6 +527,7 @@ func run(cfg *config) error {
 				s := sample{i: i, start: t0.Sub(start), latency: lat, backend: backend}
 				if err != nil {
 					s.kind, s.err = classify(err), err
+					s.notRun, s.dropped = !jsonrpc.MayHaveRun(err), droppedSilently(err)
 				}
 				own = append(own, s)
 				done.Add(1)
@@ -702,6 +721,7 @@ func parseBalancerLog(file string) (map[string]logEntry, error) {
 // A summary holds the figures of a run and the checks that failed.
 type summary struct {
 	calls, ok, errs int
+	notRun, dropped int // failed calls surely not run; failed without an answer or a "not run"
 	byKind          map[string]int
 	byBackend       map[string]int // calls answered, per backend
 	errByBackend    map[string]int
@@ -733,6 +753,12 @@ func report(cfg *config, samples [][]sample, callers []caller, wall time.Duratio
 			}
 			s.errs++
 			s.byKind[x.kind]++
+			if x.notRun {
+				s.notRun++
+			}
+			if x.dropped {
+				s.dropped++
+			}
 			if x.silent {
 				s.errByBackend["closed by the balancer"]++
 			} else {
@@ -923,7 +949,8 @@ func (s *summary) errText() string {
 	for _, k := range sortedKeys(s.byKind) {
 		parts = append(parts, fmt.Sprintf("%d %s", s.byKind[k], k))
 	}
-	return fmt.Sprintf("%d (%s)", s.errs, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d (%s; %d not run, %d may have run, %d dropped silently)",
+		s.errs, strings.Join(parts, ", "), s.notRun, s.errs-s.notRun, s.dropped)
 }
 
 func (s *summary) print(cfg *config) {

@@ -1,0 +1,208 @@
+package jsonrpc_test
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// A callerRig gives a Caller that reaches classifyMux, with ways to end
+// its transport.
+type callerRig struct {
+	// run runs f with the Caller and returns what f returned.
+	run func(t *testing.T, f func(ctx context.Context, c jsonrpc.Caller) error) error
+	// close closes the caller's side before a call; die ends the
+	// transport from the serving side, in a handler. nil where there is
+	// no transport.
+	close, die func()
+}
+
+// classifyMux answers as its methods' names say; "wait" signals started
+// and waits for its ctx; "die" ends the transport with die.
+func classifyMux(started chan<- struct{}, die func()) *jsonrpc.Mux {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("ok", func(context.Context, *jsonrpc.Request) (any, error) { return 1, nil })
+	mux.HandleFunc("notrun", func(context.Context, *jsonrpc.Request) (any, error) { return nil, jsonrpc.ErrNotRun })
+	mux.HandleFunc("overloaded", func(context.Context, *jsonrpc.Request) (any, error) { return nil, jsonrpc.ErrOverloaded })
+	mux.HandleFunc("fail", func(context.Context, *jsonrpc.Request) (any, error) {
+		return nil, jsonrpc.NewError(-32001, "custom failure")
+	})
+	mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	mux.HandleFunc("die", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		die()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return mux
+}
+
+// connRig serves classifyMux on one end of a pair of pipes and calls
+// through c, the other end's Conn, or through the Peer of a handler of
+// the other end when viaPeer is set.
+func classifyConnRig(t *testing.T, started chan struct{}, viaPeer bool) callerRig {
+	sR, cW := io.Pipe()
+	cR, sW := io.Pipe()
+	die := func() { _ = sW.Close(); _ = sR.Close() }
+	s := jsonrpc.NewConn(sR, sW, &jsonrpc.Options{Handler: classifyMux(started, die)})
+	t.Cleanup(func() { _ = s.Close() })
+	if !viaPeer {
+		c := jsonrpc.NewConn(cR, cW, nil)
+		t.Cleanup(func() { _ = c.Close() })
+		return callerRig{
+			run: func(t *testing.T, f func(context.Context, jsonrpc.Caller) error) error {
+				return f(t.Context(), c)
+			},
+			close: func() { _ = c.Close() },
+			die:   die,
+		}
+	}
+	// The handler "probe" of c runs f with its Peer, which is s.
+	var f func(context.Context, jsonrpc.Caller) error
+	errs := make(chan error, 1)
+	c := jsonrpc.NewConn(cR, cW, &jsonrpc.Options{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		errs <- f(ctx, jsonrpc.Peer(ctx))
+		return nil, nil
+	})})
+	t.Cleanup(func() { _ = c.Close() })
+	return callerRig{
+		run: func(t *testing.T, g func(context.Context, jsonrpc.Caller) error) error {
+			f = g
+			go func() { _ = s.Call(context.WithoutCancel(t.Context()), "probe", nil, nil) }()
+			return recv(t, errs, "the probe's outcome")
+		},
+		die: die,
+	}
+}
+
+// TestMayHaveRun classifies the failures of every Caller alike.
+func TestMayHaveRun(t *testing.T) {
+	rigs := []struct {
+		name string
+		make func(t *testing.T, started chan struct{}) callerRig
+	}{
+		{"Conn", func(t *testing.T, started chan struct{}) callerRig { return classifyConnRig(t, started, false) }},
+		{"Peer", func(t *testing.T, started chan struct{}) callerRig { return classifyConnRig(t, started, true) }},
+		{"HTTPClient", func(t *testing.T, started chan struct{}) callerRig {
+			var ts *httptest.Server
+			die := func() { ts.CloseClientConnections() }
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: classifyMux(started, die)}}
+			ts = httptest.NewServer(srv)
+			t.Cleanup(ts.Close)
+			c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client()}
+			return callerRig{
+				run: func(t *testing.T, f func(context.Context, jsonrpc.Caller) error) error {
+					return f(t.Context(), c)
+				},
+				close: func() { _ = srv.Close(); ts.Close() },
+				die:   die,
+			}
+		}},
+		{"InProcess", func(t *testing.T, started chan struct{}) callerRig {
+			c := &jsonrpc.InProcess{Handler: classifyMux(started, nil)}
+			return callerRig{run: func(t *testing.T, f func(context.Context, jsonrpc.Caller) error) error {
+				return f(t.Context(), c)
+			}}
+		}},
+	}
+	cases := []struct {
+		name    string
+		call    func(ctx context.Context, c jsonrpc.Caller, started <-chan struct{}) error
+		closed  bool // close the caller first
+		dies    bool // the serving side ends the transport
+		is      error
+		mayHave bool
+	}{
+		{name: "params cannot be encoded", call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "ok", make(chan int), nil)
+		}},
+		{name: "ctx ended before", is: context.Canceled, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return c.Call(ctx, "ok", nil, nil)
+		}},
+		{name: "closed before", closed: true, is: jsonrpc.ErrClosed, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "ok", nil, nil)
+		}},
+		{name: "answered not run", is: jsonrpc.ErrNotRun, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "notrun", nil, nil)
+		}},
+		{name: "answered overloaded", is: jsonrpc.ErrOverloaded, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "overloaded", nil, nil)
+		}},
+		{name: "method not found", is: jsonrpc.ErrMethodNotFound, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "nope", nil, nil)
+		}},
+		{name: "answered another error", mayHave: true, is: jsonrpc.NewError(-32001, ""), call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "fail", nil, nil)
+		}},
+		{name: "result cannot be decoded", mayHave: true, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			var s string
+			return c.Call(ctx, "ok", nil, &s)
+		}},
+		{name: "ctx ended after the send", mayHave: true, is: context.Canceled, call: func(ctx context.Context, c jsonrpc.Caller, started <-chan struct{}) error {
+			ctx, cancel := context.WithCancel(ctx)
+			go func() { <-started; cancel() }()
+			return c.Call(ctx, "wait", nil, nil)
+		}},
+		{name: "connection ended after the send", dies: true, mayHave: true, is: jsonrpc.ErrClosed, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "die", nil, nil)
+		}},
+	}
+	for _, r := range rigs {
+		t.Run(r.name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					checkLeaks(t)
+					started := make(chan struct{}, 1)
+					rig := r.make(t, started)
+					if tc.closed && rig.close == nil || tc.dies && rig.die == nil {
+						t.Skip("no transport")
+					}
+					if tc.closed {
+						rig.close()
+					}
+					err := rig.run(t, func(ctx context.Context, c jsonrpc.Caller) error {
+						return tc.call(ctx, c, started)
+					})
+					require.Error(t, err)
+					if tc.is != nil {
+						assert.ErrorIs(t, err, tc.is)
+					}
+					assert.Equal(t, tc.mayHave, jsonrpc.MayHaveRun(err), "MayHaveRun(%v)", err)
+				})
+			}
+		})
+	}
+}
+
+// TestMayHaveRunValues classifies errors made by hand.
+func TestMayHaveRunValues(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil: it ran", nil, true},
+		{"HTTP 415 refuses", &jsonrpc.HTTPError{StatusCode: 415}, false},
+		{"HTTP 502 after the server took it", &jsonrpc.HTTPError{StatusCode: 502}, true},
+		{"invalid params: the handler ran", jsonrpc.ErrInvalidParams, true},
+		{"parse error", jsonrpc.ErrParse, false},
+		{"a bare ErrClosed was never sent", jsonrpc.ErrClosed, false},
+		{"a bare ctx error was never sent", context.Canceled, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, jsonrpc.MayHaveRun(tc.err))
+		})
+	}
+}
