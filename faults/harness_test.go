@@ -384,6 +384,7 @@ type tally struct {
 	errs        map[string]int // failures by error type and message
 	dials       int
 	abandoned   int
+	deadline    time.Duration // the calls' deadline, ±25%
 	elapsed     time.Duration
 	ranTwice    int
 	stray, bent int
@@ -476,7 +477,7 @@ type load struct {
 // counted as hung and left behind; drive waits for those at the end, up
 // to stopTimeout after c is closed.
 func drive(c caller, tx toxic, ld load) *tally {
-	ty := &tally{seen: make(map[string]bool), errs: make(map[string]int)}
+	ty := &tally{seen: make(map[string]bool), errs: make(map[string]int), deadline: tx.deadline}
 	var next atomic.Int64
 	var failed atomic.Bool // a call has failed on its connection
 	waves := (ld.calls + ld.workers - 1) / ld.workers
