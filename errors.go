@@ -198,6 +198,9 @@ func (e *closedError) Error() string {
 	if e.cause == nil {
 		return ErrClosed.Error()
 	}
+	if errors.Is(e.cause, ErrClosed) {
+		return e.cause.Error() // not "jsonrpc: closed: jsonrpc: closed"
+	}
 	return ErrClosed.Error() + ": " + e.cause.Error()
 }
 

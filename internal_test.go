@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -297,4 +298,20 @@ func TestAppendScalar(t *testing.T) {
 	}
 	_, ok = appendScalar([]byte(nil), level(3))
 	assert.False(t, ok)
+}
+
+// TestClosedErrorSaysItOnce checks the message of a call that failed on a
+// writer closed already: its cause is a closed error itself (the faults
+// run saw "jsonrpc: closed: jsonrpc: closed").
+func TestClosedErrorSaysItOnce(t *testing.T) {
+	for _, err := range []error{
+		&closedError{},
+		&closedError{cause: &closedError{}},
+		&closedError{cause: ErrClosed},
+		&closedError{cause: &closedError{cause: io.EOF}},
+	} {
+		assert.Equal(t, 1, strings.Count(err.Error(), ErrClosed.Error()), "message %q", err.Error())
+		assert.ErrorIs(t, err, ErrClosed)
+	}
+	assert.Equal(t, "jsonrpc: closed: EOF", (&closedError{cause: io.EOF}).Error())
 }
