@@ -844,10 +844,6 @@ func TestSIGTERMDropsNothing(t *testing.T) {
 		}
 	}()
 
-	type outcome struct {
-		err  error
-		sent bool // it was a call, not a refusal to send one
-	}
 	var (
 		mu       sync.Mutex
 		answered int
