@@ -146,6 +146,19 @@ func jrpc2Methods(notes chan<- string) handler.Map {
 				return "", ctx.Err()
 			}
 		}),
+		"sleepNoted": handler.New(func(ctx context.Context, p struct {
+			MS int `json:"ms"`
+		}) (string, error) {
+			notes <- "sleep started" // so that a caller cancels only once it runs
+			tm := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+				return "slept", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}),
 		"progress": handler.New(func(ctx context.Context, p struct {
 			Count int `json:"count"`
 		}) (string, error) {
@@ -319,9 +332,12 @@ func TestClientWithJRPC2Server(t *testing.T) {
 	t.Run("cancelled call", func(t *testing.T) {
 		// jrpc2 ignores "$/cancelRequest" (an unknown notification), so its
 		// answer comes later and is reported as unknown.
+		// The call is cancelled once jrpc2 runs it: a call whose ctx has
+		// ended before it is written is not sent at all.
 		ctx, cancel := context.WithCancel(t.Context())
 		res := make(chan error, 1)
-		go func() { res <- c.Call(ctx, "sleep", map[string]int{"ms": 100}, nil) }()
+		go func() { res <- c.Call(ctx, "sleepNoted", map[string]int{"ms": 100}, nil) }()
+		assert.Equal(t, "sleep started", recv(t, notes, "the call to start"))
 		cancel()
 		assert.ErrorIs(t, recv(t, res, "the cancelled call"), context.Canceled)
 		var late *jsonrpc.Response
