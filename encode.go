@@ -133,6 +133,15 @@ func encodeParams(params any) ([]byte, error) {
 	return raw, nil
 }
 
+// checkRawParams returns an Invalid params error if raw, params given as
+// JSON already, is neither absent nor a JSON object or array.
+func checkRawParams(raw []byte) error {
+	if raw != nil && !validParams(raw) {
+		return Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
+	}
+	return nil
+}
+
 func appendAnswer(b []byte, id string, result []byte, werr *Error) []byte {
 	if werr != nil {
 		return appendErrorResponse(b, id, werr)

@@ -68,8 +68,8 @@ func (p *InProcess) send(ctx context.Context, req *Request, ls *localSender) ([]
 // innermost is the SendFunc at the heart of the chain: it runs the
 // handler.
 func (p *InProcess) innermost(ctx context.Context, req *Request) (json.RawMessage, error) {
-	if req.Params != nil && !validParams(req.Params) { // an interceptor replaced them
-		return nil, Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
+	if err := checkRawParams(req.Params); err != nil { // an interceptor replaced them
+		return nil, err
 	}
 	ls, _ := ctx.Value(inProcessStreamKey{}).(*localSender)
 	res, err := p.serve(ctx, req, ls)

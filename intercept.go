@@ -171,8 +171,8 @@ func innermost(o outbound) SendFunc {
 		}
 		params := []byte(req.Params)
 		if params != nil && !sameBytes(params, oc.params) {
-			if !validParams(params) {
-				return nil, Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
+			if err := checkRawParams(params); err != nil {
+				return nil, err
 			}
 			params = oneLine(params)
 		}

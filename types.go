@@ -91,8 +91,8 @@ type Request struct {
 
 // MarshalJSON encodes r as a JSON-RPC 2.0 request object.
 func (r Request) MarshalJSON() ([]byte, error) {
-	if r.Params != nil && !validParams(r.Params) {
-		return nil, Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
+	if err := checkRawParams(r.Params); err != nil {
+		return nil, err
 	}
 	return appendRequest(nil, r.ID.raw, r.Method, oneLine(r.Params)), nil
 }
