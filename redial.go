@@ -266,14 +266,10 @@ func (r *Redialer) Close() error {
 	if r.stop != nil {
 		r.stop()
 	}
-	dialing := r.dialing
 	r.mu.Unlock()
 	if c != nil {
 		_ = c.Close()
 	}
-	if dialing != nil {
-		<-dialing
-	}
-	r.wg.Wait()
+	r.wg.Wait() // the dialing goroutine, if any
 	return nil
 }
