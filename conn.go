@@ -29,7 +29,8 @@ type conn struct {
 	r, w       any // the caller's reader and writer, closed on abort
 	maxBatch   int
 	maxFlight  int32
-	budget     int // MaxPendingBytes
+	budget     int        // MaxPendingBytes
+	mem        *memBudget // the Server's memory budget; nil for none
 	hideDetail bool
 	grace      time.Duration
 	drainGrace bool
@@ -230,6 +231,7 @@ func (c *conn) stopReading(cause error, interrupt bool) {
 	c.cond.Broadcast()
 	c.checkDoneLocked()
 	c.mu.Unlock()
+	c.mem.wake() // a reader waiting for room in it must stop
 	if !interrupt {
 		return
 	}
@@ -242,6 +244,11 @@ func (c *conn) stopReading(cause error, interrupt bool) {
 	if _, ok := c.r.(io.Closer); ok && c.r != c.w {
 		_ = c.in.Close()
 	}
+}
+
+// readStopped reports whether no more lines are to be read.
+func (c *conn) readStopped() bool {
+	return c.stopping.Load() == readStop || c.in.IsClosed()
 }
 
 // abort stops the connection at once: reading stops, queued requests are

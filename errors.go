@@ -33,10 +33,12 @@ const (
 	// Language Server Protocol uses.
 	CodeRequestCancelled Code = -32800
 	// CodeOverloaded means the connection refused a request it had no
-	// room for: its byte budget (see [Options.MaxPendingBytes]) was spent
-	// while its own calls to the peer awaited answers, so it could
-	// neither stop reading nor hold more. The request may be retried.
-	// Notifications that come then are dropped (and logged at Debug).
+	// room for, and did not run it: its server's memory budget (see
+	// [Server.MaxMemory]) was spent, or its own byte budget (see
+	// [Options.MaxPendingBytes]) was, while its own calls to the peer
+	// awaited answers, so it could neither stop reading nor hold more.
+	// The request may be retried. Notifications that come then are
+	// dropped (and logged at Debug).
 	CodeOverloaded Code = -32090
 	// CodeNotRun means the request was not run, and may be sent again,
 	// to this server later or to another one now: it arrived after a

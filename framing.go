@@ -569,8 +569,15 @@ func (lr *lineReader) readCustom() ([]byte, error) {
 	if len(msg) > lr.max {
 		return nil, &tooLargeError{lr.max}
 	}
-	if cap(lr.buf) > maxIdleBufSize && len(msg) <= initialBufSize {
+	if (cap(lr.buf) > maxIdleBufSize || lr.charged > 0) && len(msg) <= initialBufSize {
 		lr.buf = nil
+		lr.charge(0)
+	}
+	if len(msg) > cap(lr.buf) && lr.budget != nil {
+		if !lr.charge(len(msg)) {
+			return nil, errReadStopped
+		}
+		lr.buf = make([]byte, 0, len(msg))
 	}
 	lr.buf = append(lr.buf[:0], msg...)
 	if lr.buf == nil {

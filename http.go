@@ -94,9 +94,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if limit <= 0 {
 		limit = defaultMaxMessageSize
 	}
-	body, err := readBody(r.Body, r.ContentLength, limit)
+	mem := s.memory()
+	body, charged, err := readBody(r.Body, r.ContentLength, limit, mem)
+	defer mem.give(charged)
 	if err != nil {
-		if errors.Is(err, ErrMessageTooLarge) {
+		if err == errBodyShed {
+			shedHTTP(w, r)
+		} else if errors.Is(err, ErrMessageTooLarge) {
 			http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
 		} else {
 			http.Error(w, "cannot read the body", http.StatusBadRequest)
@@ -112,6 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.frame.mute = !hasID(body, s.MaxBatch)
 	}
 	x.in.initWhole(body)
+	x.in.charged = charged // the body's bytes are the request's own
 	cfg := s.config()
 	cfg.framing = &out.frame
 	cfg.in = &x.in
@@ -158,6 +163,25 @@ func refuseHTTP(w http.ResponseWriter, r *http.Request, body []byte, maxBatch in
 		return
 	}
 	http.Error(w, "server stopping: request not run", http.StatusServiceUnavailable)
+}
+
+// shedHTTP answers a request whose body the server's memory budget had
+// no room for, and that did not run: 503 Service Unavailable, with
+// "Retry-After: 1" and "Connection: close" (the body is not read to its
+// end), and, when the client takes JSON, an answer with a null id (the
+// body was not read) whose error is [ErrOverloaded].
+func shedHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Retry-After", "1")
+	h.Set("Connection", "close")
+	if acceptsJSON(r.Header.Values("Accept")) {
+		h.Set("Content-Type", contentJSON)
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write(appendErrorResponse(nil, nullID, errServerFull))
+		return
+	}
+	http.Error(w, "server overloaded: request not run", http.StatusServiceUnavailable)
 }
 
 // notRunAnswers returns the answers, each errStopping, to the calls of
@@ -254,39 +278,55 @@ const maxFirstBodyBuf = 64 << 10
 // maxFirstBodyBuf and a byte, and one of unknown size one of 512 bytes,
 // which doubles each time it fills, up to the size announced (and its
 // byte) and never past the limit (and its byte).
-func readBody(r io.Reader, size int64, limit int) ([]byte, error) {
+func readBody(r io.Reader, size int64, limit int, mem *memBudget) (body []byte, charged int, err error) {
 	if size > int64(limit) {
-		return nil, &tooLargeError{limit}
+		return nil, 0, &tooLargeError{limit}
 	}
 	most := limit + 1 // room to see a body over the limit
 	n := 512
 	if size >= 0 {
 		n = int(min(size, maxFirstBodyBuf)) + 1
 	}
-	buf := make([]byte, 0, min(n, most))
+	n = min(n, most)
+	if !mem.tryTake(n, 0) {
+		return nil, 0, errBodyShed
+	}
+	charged = n
+	buf := make([]byte, 0, n)
 	for {
 		if len(buf) == cap(buf) {
 			n := 2 * cap(buf)
 			if size >= int64(len(buf)) && size < int64(n) {
 				n = int(size) + 1 // the rest announced, and a byte to see the end
 			}
-			nb := make([]byte, len(buf), min(n, most))
+			n = min(n, most)
+			if !mem.tryTake(n, 0) {
+				return nil, charged, errBodyShed
+			}
+			charged += n
+			nb := make([]byte, len(buf), n)
 			copy(nb, buf)
 			buf = nb
+			mem.give(charged - n) // the old buffer is garbage now
+			charged = n
 		}
 		m, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
 		if len(buf) > limit {
-			return nil, &tooLargeError{limit}
+			return nil, charged, &tooLargeError{limit}
 		}
 		if err == io.EOF {
-			return buf, nil
+			return buf, charged, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, charged, err
 		}
 	}
 }
+
+// errBodyShed is why readBody stopped: the server's memory budget had no
+// room for the body.
+var errBodyShed = errors.New("jsonrpc: no room for the body in the server's memory budget")
 
 // hasID reports whether body, one message or a batch, holds an object
 // with an "id" member: only then may it get an answer that notifications

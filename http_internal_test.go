@@ -21,7 +21,7 @@ func TestReadBodySmallIsOneAllocation(t *testing.T) {
 		allocs := testing.AllocsPerRun(10, func() {
 			rd.Reset(body)
 			var err error
-			got, err = readBody(rd, int64(n), defaultMaxMessageSize)
+			got, _, err = readBody(rd, int64(n), defaultMaxMessageSize, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func TestReadBodyGrowsWithWhatArrives(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			data := bytes.Repeat([]byte("x"), tc.body)
 			r := &readRecorder{data: data, step: 1000}
-			got, err := readBody(r, tc.size, limit)
+			got, _, err := readBody(r, tc.size, limit, nil)
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
 			} else {

@@ -612,7 +612,7 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 			return err
 		}
 	}
-	body, err := readBody(resp.Body, resp.ContentLength, limit)
+	body, _, err := readBody(resp.Body, resp.ContentLength, limit, nil)
 	if err != nil {
 		return err
 	}

@@ -219,6 +219,7 @@ type config struct {
 	in           *lineReader     // if set, the reader, rather than one made for r
 	order        Order
 	interceptors []Interceptor // outgoing calls pass through them
+	mem          *memBudget    // the Server's memory budget; nil for none
 }
 
 func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
@@ -252,7 +253,11 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	}
 	if c.in == nil {
 		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
+		if cfg.mem != nil {
+			c.in.budget = &readBudget{mem: cfg.mem, own: &c.held, stop: c.readStopped, quit: c.aborted}
+		}
 	}
+	c.mem = cfg.mem
 	if len(cfg.interceptors) > 0 {
 		c.chain = chainOf(cfg.interceptors, innermost(c))
 	}

@@ -38,6 +38,13 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 		c.cond.Wait()
 		c.budgetWait.Store(false)
 	}
+	if !c.mem.tryTake(cost, c.in.charged) {
+		// The server's budget has no room: shed the line rather than
+		// hold it.
+		c.mu.Unlock()
+		c.refuse(rs, line, act, errServerFull)
+		return
+	}
 	c.held.Add(int64(cost))
 	c.mu.Unlock()
 
@@ -46,11 +53,19 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	kind, rs.batch = scanLine(own, &rs.env, rs.batch, c.maxBatch)
 	u := &unit{cost: cost}
 	c.buildUnit(rs, u, kind, act)
+	if n := len(u.tasks); n > 1 {
+		// A batch's requests cost more than their bytes.
+		extra := (n - 1) * entryCost
+		u.cost += extra
+		c.held.Add(int64(extra))
+		c.mem.take(extra)
+	}
 	rs.slabQueued = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(u.tasks) == 0 || c.isAborted() {
-		c.held.Add(int64(-cost))
+		c.held.Add(int64(-u.cost))
+		c.mem.give(u.cost)
 		c.cond.Broadcast()
 		return
 	}
@@ -97,9 +112,12 @@ func (c *conn) refuse(rs *readState, line []byte, act bool, werr *Error) {
 		return
 	}
 	c.buildUnit(rs, u, kind, act)
-	if werr == ErrOverloaded {
+	switch werr {
+	case ErrOverloaded:
 		c.log.Debug("jsonrpc: refused requests over the byte budget while awaiting the peer")
-	} else {
+	case errServerFull:
+		c.log.Debug("jsonrpc: refused requests over the server's memory budget")
+	default:
 		c.log.Debug("jsonrpc: refused requests after Shutdown")
 	}
 	var out []byte
@@ -171,4 +189,5 @@ func (c *conn) release(n int) {
 	c.held.Add(int64(-n))
 	c.cond.Broadcast()
 	c.mu.Unlock()
+	c.mem.give(n)
 }

@@ -235,7 +235,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	// the budget has room (a handoff charges the unit to both): the slot
 	// is taken (running grows) only if reading is handed off; and only
 	// while no unit in order runs off the reader, which it would pass.
-	if c.inOrder.Load() || c.running.Load() >= c.maxFlight || c.overBudget(len(line)) {
+	if c.inOrder.Load() || c.running.Load() >= c.maxFlight || c.overBudget(len(line)) || c.mem.full(c.in.charged) {
 		c.enqueue(rs, line, true)
 		return true
 	}
@@ -464,6 +464,7 @@ func (c *conn) handoff(rs *readState, s uint64) {
 	c.live++
 	rs.charged = int(rs.bufSize.Load())
 	c.held.Add(int64(rs.charged))
+	c.mem.take(rs.charged)
 	// The handler that held the reader up now holds a slot, and its unit
 	// runs off the reader, where the order counts it (see admitLocked).
 	c.running.Add(1)

@@ -35,6 +35,25 @@ type Server struct {
 	// no limit.
 	IdleTimeout time.Duration
 
+	// MaxMemory is the server's memory budget, in bytes, across all the
+	// connections and HTTP requests it serves: the requests that they
+	// hold queued or running (what each connection's MaxPendingBytes
+	// counts), their read buffers past their first 64 KiB, and HTTP
+	// bodies. Zero means 256 MiB; a negative value means no budget.
+	//
+	// Past it, new work is shed rather than held: a request that would
+	// be queued is answered at once with [ErrOverloaded] (data
+	// {"reason":"server memory budget"}), and did not run (see
+	// [MayHaveRun]); an HTTP request whose body does not fit gets 503,
+	// with Retry-After and an ErrOverloaded answer with a null id. A
+	// connection that needs a larger buffer for the line it reads waits
+	// for room instead, and while one waits all other new work is shed,
+	// so that what is held drains and that connection is served: none is
+	// starved for good. A request or line larger than the budget itself
+	// is let through once nothing else is held. SECURITY.md gives the
+	// worst case in bytes.
+	MaxMemory int64
+
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
 	listeners map[net.Listener]struct{}
@@ -43,6 +62,8 @@ type Server struct {
 	accepted  int           // goroutines serving accepted connections
 	drained   chan struct{} // closed when accepted drops to zero
 	encoders  encoders      // result encoders, shared by its connections
+	memOnce   sync.Once
+	mem       *memBudget // MaxMemory's budget; nil for none
 }
 
 // Serve reads requests from r and writes responses to w until the input
@@ -97,7 +118,21 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 func (s *Server) config() *config {
 	cfg := s.Options.config()
 	cfg.encoders = &s.encoders
+	cfg.mem = s.memory()
 	return cfg
+}
+
+// memory returns the server's memory budget, nil if it has none.
+func (s *Server) memory() *memBudget {
+	s.memOnce.Do(func() {
+		switch {
+		case s.MaxMemory == 0:
+			s.mem = newMemBudget(defaultMaxMemory)
+		case s.MaxMemory > 0:
+			s.mem = newMemBudget(s.MaxMemory)
+		}
+	})
+	return s.mem
 }
 
 func (s *Server) track(c *conn) bool {

@@ -88,6 +88,11 @@ type lineReader struct {
 	// and whether beforeRead stopped reading.
 	inner   MessageReader
 	stopped bool
+
+	// budget, if set, is the Server's memory budget, against which the
+	// buffer's bytes past initialBufSize are charged (charged of them).
+	budget  *readBudget
+	charged int
 }
 
 // newLineReader returns a lineReader that reads from r messages of at most
@@ -169,9 +174,12 @@ func (lr *lineReader) fill() {
 		lr.scanned -= lr.start
 		lr.start, lr.end = 0, n
 	}
-	if lr.end == 0 && len(lr.buf) > maxIdleBufSize {
+	if lr.end == 0 && (len(lr.buf) > maxIdleBufSize || lr.charged > 0) {
+		// Under a server's budget, any grown buffer goes: an idle
+		// connection must not hold room that others need.
 		lr.buf = nil
 		lr.letGo = true
+		lr.charge(0)
 	}
 	if lr.end == len(lr.buf) {
 		// Grow by half: a long line costs at most half again its size.
@@ -181,6 +189,10 @@ func (lr *lineReader) fill() {
 		}
 		if limit := lr.max + 1; size > limit && limit > lr.end {
 			size = limit
+		}
+		if !lr.charge(size) {
+			lr.err = errReadStopped
+			return
 		}
 		nb := make([]byte, size)
 		copy(nb, lr.buf[:lr.end])
@@ -211,12 +223,27 @@ func (lr *lineReader) detach() {
 	}
 	if lr.mode == modeCustom {
 		lr.buf = nil // the next message is copied into a new buffer
+		if lr.budget != nil {
+			lr.budget.mem.give(lr.charged) // the unit's now (see handoff)
+			lr.charged = 0
+		}
 		return
 	}
 	// The new buffer is as large as the old one, up to the size an idle
 	// reader keeps, so that a run of long lines does not grow it anew
 	// after every handoff; a buffer grown larger is not copied.
-	nb := make([]byte, max(lr.end-lr.start, min(len(lr.buf), maxIdleBufSize), initialBufSize))
+	size := max(lr.end-lr.start, min(len(lr.buf), maxIdleBufSize), initialBufSize)
+	if lr.budget != nil {
+		// The old buffer is the handed-off unit's now, charged to it (see
+		// handoff). The new one cannot wait for room: it holds just the
+		// unread data, past the first initialBufSize bytes, and grows
+		// within the budget.
+		lr.budget.mem.give(lr.charged)
+		size = max(lr.end-lr.start, initialBufSize)
+		lr.charged = size - initialBufSize
+		lr.budget.mem.take(lr.charged)
+	}
+	nb := make([]byte, size)
 	n := copy(nb, lr.buf[lr.start:lr.end])
 	lr.scanned -= lr.start
 	lr.start, lr.end = 0, n

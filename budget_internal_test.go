@@ -1,0 +1,338 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// rawPeer is the client end of a connection that a Server serves, which
+// writes lines and collects the answers by id.
+type rawPeer struct {
+	t       *testing.T
+	c       net.Conn
+	mu      sync.Mutex
+	answers map[string]*Response
+	arrived chan struct{} // an answer arrived
+}
+
+func newRawPeer(t *testing.T, s *Server) *rawPeer {
+	a, b := net.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(context.Background(), b, b)
+		b.Close()
+	}()
+	p := &rawPeer{t: t, c: a, answers: map[string]*Response{}, arrived: make(chan struct{}, 1)}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(a)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			var r Response
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Errorf("answer %q: %v", sc.Text(), err)
+				continue
+			}
+			p.mu.Lock()
+			p.answers[r.ID.String()] = &r
+			p.mu.Unlock()
+			select {
+			case p.arrived <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		a.Close()
+		<-served
+		<-read
+	})
+	return p
+}
+
+// send writes a request with id and params on its own goroutine (a pipe
+// write waits for the server to read it all).
+func (p *rawPeer) send(id int, method, params string) {
+	line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)
+	go func() { _, _ = p.c.Write([]byte(line)) }()
+}
+
+// answer waits for the answer to id.
+func (p *rawPeer) answer(id int) *Response {
+	p.t.Helper()
+	timeout := time.After(20 * time.Second) // a hang, not a timing
+	for {
+		p.mu.Lock()
+		r := p.answers[fmt.Sprint(id)]
+		p.mu.Unlock()
+		if r != nil {
+			return r
+		}
+		select {
+		case <-p.arrived:
+		case <-time.After(10 * time.Millisecond):
+		case <-timeout:
+			p.t.Fatalf("no answer to %d", id)
+		}
+	}
+}
+
+// shed counts the answers that say the server's budget had no room.
+func (p *rawPeer) shed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.answers {
+		if isServerFull(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until cond holds (a hang, not a timing, fails the test).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for start := time.Now(); !cond(); time.Sleep(time.Millisecond) {
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("waited in vain for %s", what)
+		}
+	}
+}
+
+// budgetServer serves "block", which waits for release, and "echo".
+func budgetServer(max int64) (*Server, chan struct{}) {
+	release := make(chan struct{})
+	mux := &Mux{}
+	mux.HandleFunc("block", func(ctx context.Context, req *Request) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return len(req.Params), nil
+	})
+	mux.HandleFunc("echo", func(ctx context.Context, req *Request) (any, error) {
+		return len(req.Params), nil
+	})
+	return &Server{Options: Options{Handler: mux, MaxInFlight: 1}, MaxMemory: max}, release
+}
+
+func isServerFull(r *Response) bool {
+	return r.Error != nil && r.Error.Code == CodeOverloaded && strings.Contains(string(r.Error.Data), "server memory budget")
+}
+
+// pad is params of about n bytes.
+func pad(n int) string { return `["` + strings.Repeat("x", n) + `"]` }
+
+func TestServerMemoryBudgetShedsAcrossConnections(t *testing.T) {
+	s, release := budgetServer(256 << 10)
+	a := newRawPeer(t, s)
+	a.send(1, "block", pad(10))
+	// The rest queue behind it (one slot), 10 KiB each, until the
+	// server's budget is spent; then they are shed, not held.
+	const n = 40
+	for id := 2; id <= n; id++ {
+		a.send(id, "block", pad(10<<10))
+	}
+	waitFor(t, "a request to be shed", func() bool { return a.shed() > 0 })
+
+	b := newRawPeer(t, s)
+	b.send(1, "echo", pad(10<<10))
+	if r := b.answer(1); !isServerFull(r) {
+		t.Fatalf("another connection's request with the budget spent: got %+v, %v; want CodeOverloaded, server memory budget", r.Error, string(r.Result))
+	}
+	if MayHaveRun(b.answer(1).Error) {
+		t.Error("MayHaveRun says a shed request may have run")
+	}
+
+	close(release)
+	ok, shed := 0, 0
+	for id := 1; id <= n; id++ {
+		switch r := a.answer(id); {
+		case r.Error == nil:
+			ok++
+		case isServerFull(r):
+			shed++
+		default:
+			t.Errorf("request %d: %v", id, r.Error)
+		}
+	}
+	if shed == 0 || ok < 20 {
+		t.Errorf("%d answered, %d shed; want some of each (256 KiB holds about 24 requests of 10 KiB)", ok, shed)
+	}
+	waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
+	b.send(2, "echo", pad(10))
+	if r := b.answer(2); r.Error != nil {
+		t.Errorf("once the budget has room: %v", r.Error)
+	}
+}
+
+func TestServerMemoryBudgetServesAWaitingReader(t *testing.T) {
+	s, release := budgetServer(256 << 10)
+	a := newRawPeer(t, s)
+	a.send(1, "block", pad(10))
+	for id := 2; id <= 40; id++ {
+		a.send(id, "block", pad(10<<10))
+	}
+	waitFor(t, "the budget to fill", func() bool { return s.memory().full(0) })
+
+	// A line of 200 KiB needs a larger buffer than a connection starts
+	// with: its reader waits for room, and meanwhile the server sheds
+	// other new work, even what would fit, so that it gets room.
+	b := newRawPeer(t, s)
+	b.send(1, "echo", pad(200<<10))
+	waitFor(t, "the reader to wait", func() bool { return s.memory().waiting.Load() > 0 })
+	close(release) // the held requests drain; shed ones stay shed
+	c := newRawPeer(t, s)
+	for id := 1; s.memory().waiting.Load() > 0; id++ {
+		c.send(id, "echo", pad(10))
+		if r := c.answer(id); r.Error != nil && !isServerFull(r) {
+			t.Fatalf("small request: %v", r.Error)
+		}
+	}
+	if r := b.answer(1); r.Error != nil {
+		t.Fatalf("the waiting reader's request: %v", r.Error)
+	}
+	waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
+}
+
+func TestServerMemoryBudgetTwoLongLinesAtOnce(t *testing.T) {
+	// Each line is longer than the budget: the readers must not wait
+	// for each other's half-read lines.
+	s, _ := budgetServer(128 << 10)
+	peers := []*rawPeer{newRawPeer(t, s), newRawPeer(t, s), newRawPeer(t, s)}
+	for _, p := range peers {
+		p.send(1, "echo", pad(300<<10))
+	}
+	for i, p := range peers {
+		if r := p.answer(1); r.Error != nil {
+			t.Errorf("peer %d: %v", i, r.Error)
+		}
+	}
+	waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
+}
+
+func TestServerMemoryBudgetIdleConnectionHoldsNothing(t *testing.T) {
+	s, _ := budgetServer(0)
+	p := newRawPeer(t, s)
+	p.send(1, "echo", pad(500<<10))
+	if r := p.answer(1); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	// The buffer grown for the line is let go once read: an idle
+	// connection keeps no room that others need.
+	waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
+	if s.memory().max != defaultMaxMemory {
+		t.Errorf("the zero MaxMemory gives %d, want %d", s.memory().max, defaultMaxMemory)
+	}
+	if (&Server{MaxMemory: -1}).memory() != nil {
+		t.Error("a negative MaxMemory still has a budget")
+	}
+}
+
+func TestServerMemoryBudgetHTTP(t *testing.T) {
+	s, release := budgetServer(64 << 10)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	client := &HTTPClient{URL: ts.URL}
+	first := make(chan error, 1)
+	go func() {
+		first <- client.Call(context.Background(), "block", []string{strings.Repeat("x", 60<<10)}, nil)
+	}()
+	waitFor(t, "the first body to be held", func() bool { return s.memory().held.Load() > 60<<10 })
+	err := client.Call(context.Background(), "echo", []string{strings.Repeat("x", 10<<10)}, nil)
+	var he *HTTPError
+	if !errors.Is(err, ErrOverloaded) || !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a body the budget has no room for: %v; want 503 and ErrOverloaded", err)
+	}
+	if MayHaveRun(err) {
+		t.Error("MayHaveRun says a shed HTTP request may have run")
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
+	if err := client.Call(context.Background(), "echo", []string{strings.Repeat("x", 10<<10)}, nil); err != nil {
+		t.Errorf("once the budget has room: %v", err)
+	}
+}
+
+func TestEntryCostCoversATask(t *testing.T) {
+	if n := unsafe.Sizeof(task{}) + unsafe.Sizeof(reqCtx{}); n > entryCost {
+		t.Errorf("a batch entry's task and context take %d bytes, entryCost says %d", n, entryCost)
+	}
+}
+
+func TestServerMemoryBudgetBoundUnderMixedLoad(t *testing.T) {
+	// Connections that send long lines, queue requests behind slow
+	// handlers and hand their readers off, all at once: every request is
+	// answered or shed, and the bytes held never pass the bound that
+	// SECURITY.md gives.
+	const (
+		budget   = 256 << 10
+		pending  = 64 << 10
+		message  = 128 << 10
+		conns    = 8
+		requests = 60
+	)
+	mux := &Mux{}
+	mux.HandleFunc("slow", func(ctx context.Context, req *Request) (any, error) {
+		time.Sleep(2 * time.Millisecond)
+		return len(req.Params), nil
+	})
+	mux.HandleFunc("echo", func(ctx context.Context, req *Request) (any, error) {
+		return len(req.Params), nil
+	})
+	s := &Server{Options: Options{Handler: mux, MaxInFlight: 2, MaxPendingBytes: pending, MaxMessageSize: message}, MaxMemory: budget}
+	var wg sync.WaitGroup
+	for c := range conns {
+		p := newRawPeer(t, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := 1; id <= requests; id++ {
+				method, size := "echo", 10
+				switch (id + c) % 4 {
+				case 0:
+					size = 100 << 10 // a long line
+				case 1:
+					method, size = "slow", 10<<10
+				case 2:
+					method = "slow"
+				}
+				line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, pad(size))
+				if _, err := p.c.Write([]byte(line)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			for id := 1; id <= requests; id++ {
+				if r := p.answer(id); r.Error != nil && !isServerFull(r) {
+					t.Errorf("conn %d, request %d: %v", c, id, r.Error)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	mem := s.memory()
+	waitFor(t, "the budget to empty", func() bool { return mem.held.Load() == 0 })
+	bound := int64(budget + pending + 3*(message+1) + conns*initialBufSize)
+	t.Logf("peak %d bytes held, bound %d", mem.peak.Load(), bound)
+	if p := mem.peak.Load(); p > bound {
+		t.Errorf("peak %d bytes held, over the bound %d", p, bound)
+	}
+}
