@@ -40,6 +40,14 @@
 //	              path (see jsonrpc.Server.ServeHTTP)
 //	-name NAME    adds the method "backend", which returns NAME: to see
 //	              which of several instances answered
+//	-count        on exit, writes to standard error how many requests and
+//	              notifications each method ran, as one line such as
+//	              "jsonrpc-demo: ran backend=2 subtract=17" (methods in
+//	              order, those that ran nothing left out; "jsonrpc-demo:
+//	              ran nothing" when none ran): a request answered "not
+//	              run" or "Method not found" is not counted, one whose
+//	              handler began is, even if its answer was lost. It works
+//	              without -listen and -http too
 //
 // For example:
 //
@@ -60,8 +68,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,6 +83,7 @@ func main() {
 	listen := flag.String("listen", "", "serve newline-delimited JSON-RPC on this TCP `address` (or unix:PATH)")
 	httpAddr := flag.String("http", "", "serve JSON-RPC over HTTP POST on this TCP `address`")
 	name := flag.String("name", "", "answer the method \"backend\" with this `name`")
+	count := flag.Bool("count", false, "on exit, write to standard error how many requests and notifications each method ran")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "jsonrpc-demo: unexpected arguments:", flag.Args())
@@ -86,6 +98,10 @@ func main() {
 	if *name != "" {
 		backend := *name
 		mux.HandleFunc("backend", func(context.Context, *jsonrpc.Request) (any, error) { return backend, nil })
+	}
+	var runs *runCounter
+	if *count {
+		runs = countRuns(mux)
 	}
 	srv := &jsonrpc.Server{
 		Options: jsonrpc.Options{
@@ -103,13 +119,16 @@ func main() {
 			<-stopped
 			err = nil
 		}
+		runs.report()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
 			os.Exit(1)
 		}
 		return
 	}
-	if err := serveNetwork(ctx, srv, *listen, *httpAddr); err != nil {
+	err := serveNetwork(ctx, srv, *listen, *httpAddr)
+	runs.report()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "jsonrpc-demo:", err)
 		os.Exit(1)
 	}
@@ -190,6 +209,54 @@ func stopOn(ctx context.Context, srv *jsonrpc.Server, failed <-chan struct{}) <-
 		}
 	}()
 	return done
+}
+
+// A runCounter counts, per method, the requests and notifications whose
+// handler began, for -count. A nil *runCounter counts nothing.
+type runCounter struct {
+	mux *jsonrpc.Mux
+	n   sync.Map // method name -> *atomic.Int64
+}
+
+// countRuns makes mux count what each of its methods runs, once every
+// method is registered.
+func countRuns(mux *jsonrpc.Mux) *runCounter {
+	rc := &runCounter{mux: mux}
+	mux.Use(func(next jsonrpc.Handler) jsonrpc.Handler {
+		return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			// A method with no handler runs nothing: it is answered
+			// "Method not found", which passes through middleware too.
+			if rc.mux.Handler(req.Method) != nil {
+				v, ok := rc.n.Load(req.Method)
+				if !ok {
+					v, _ = rc.n.LoadOrStore(req.Method, new(atomic.Int64))
+				}
+				v.(*atomic.Int64).Add(1)
+			}
+			return next.ServeJSONRPC(ctx, req)
+		})
+	})
+	return rc
+}
+
+// report writes the line of -count to standard error, once the server
+// has stopped.
+func (rc *runCounter) report() {
+	if rc == nil {
+		return
+	}
+	var parts []string
+	rc.n.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int64).Load(); n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, n))
+		}
+		return true
+	})
+	if len(parts) == 0 {
+		parts = []string{"nothing"}
+	}
+	slices.Sort(parts)
+	fmt.Fprintln(os.Stderr, "jsonrpc-demo: ran", strings.Join(parts, " "))
 }
 
 // subtractParams accepts [minuend, subtrahend] or

@@ -894,3 +894,170 @@ func TestSIGTERMDropsNothing(t *testing.T) {
 	assert.Positive(t, notRun, "calls sent after SIGTERM are answered not run")
 	t.Logf("%d answered, %d not run", answered, notRun)
 }
+
+// ranLine returns the line that -count writes on exit, from the demo's
+// standard error.
+func ranLine(t *testing.T, stderr string) string {
+	t.Helper()
+	var found []string
+	for line := range strings.Lines(stderr) {
+		if strings.HasPrefix(line, "jsonrpc-demo: ran ") {
+			found = append(found, strings.TrimSuffix(line, "\n"))
+		}
+	}
+	require.Len(t, found, 1, "stderr: %s", stderr)
+	return found[0]
+}
+
+// TestRunCountStdio: with -count the demo says on exit how many requests
+// and notifications each method ran; a method with no handler ran
+// nothing. Without -count it writes nothing to its standard error.
+func TestRunCountStdio(t *testing.T) {
+	input := `{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notify_hello","params":[7]}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"no such method"}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"subtract","params":[1,1]}` + "\n" +
+		`{"jsonrpc":"2.0","id":4,"method":"fail"}` + "\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"-count"}, "jsonrpc-demo: ran fail=1 notify_hello=1 subtract=2\n"},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+		cmd := exec.CommandContext(ctx, demoPath, tc.args...)
+		cmd.Env = demoEnv
+		cmd.Stdin = strings.NewReader(input)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		require.NoError(t, err, "stderr: %s", stderr.String())
+		assert.Len(t, outputLines(t, stdout.String()), 4, "args %v", tc.args)
+		assert.Equal(t, tc.want, stderr.String(), "args %v", tc.args)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoPath, "-count")
+	cmd.Env = demoEnv
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run())
+	assert.Equal(t, "jsonrpc-demo: ran nothing\n", stderr.String())
+}
+
+// TestRunCountSIGTERM: the count that -count reports after a graceful
+// stop is that of the calls answered, over a socket and over HTTP: the
+// calls answered "not run" are not in it. 8 TCP connections pipeline
+// sleep calls, 4 at a time each, and 4 HTTP callers make sum calls, until
+// SIGTERM; every call is answered, answered "not run", or surely not sent
+// (MayHaveRun false), so the count must be exact.
+func TestRunCountSIGTERM(t *testing.T) {
+	addr, httpAddr := freePort(t), freePort(t)
+	ctx, cancel := context.WithTimeout(t.Context(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, demoPath, "-listen", addr, "-http", httpAddr, "-count", "-name", "b1")
+	cmd.Env = demoEnv
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+
+	const conns, depth, httpCallers = 8, 4, 4
+	var cs []*jsonrpc.Conn
+	require.Eventually(t, func() bool {
+		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
+		if err != nil {
+			return false
+		}
+		cs = append(cs, c)
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "the demo listens on %s", addr)
+	for len(cs) < conns {
+		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
+		require.NoError(t, err)
+		cs = append(cs, c)
+	}
+	defer func() {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+	}()
+	var name string
+	require.NoError(t, cs[0].Call(ctx, "backend", nil, &name))
+	hc := &jsonrpc.HTTPClient{URL: "http://" + httpAddr + "/"}
+	require.Eventually(t, func() bool {
+		var got float64
+		return hc.Call(ctx, "sum", []int{1}, &got) == nil
+	}, 10*time.Second, 10*time.Millisecond, "the demo serves HTTP on %s", httpAddr)
+
+	var (
+		mu         sync.Mutex
+		slept, sum int // answered calls
+		notRun     int
+		other      []error
+		wg         sync.WaitGroup
+	)
+	sum++ // the call above
+	record := func(err error, answered *int) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			*answered++
+		case errors.Is(err, jsonrpc.ErrNotRun):
+			notRun++
+		case !jsonrpc.MayHaveRun(err):
+			// Never sent: the connection had ended before the call.
+		default:
+			other = append(other, err)
+		}
+	}
+	progress := make(chan struct{}, conns*depth+httpCallers)
+	tick := func() {
+		select {
+		case progress <- struct{}{}:
+		default:
+		}
+	}
+	for i, c := range cs {
+		for j := range depth {
+			wg.Go(func() {
+				for k := 0; ; k++ {
+					var got string
+					err := c.Call(ctx, "sleep", map[string]int{"ms": (i*depth + j + k*7) % 50}, &got)
+					record(err, &slept)
+					tick()
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+	}
+	for range httpCallers {
+		wg.Go(func() {
+			for {
+				var got float64
+				err := hc.Call(ctx, "sum", []int{1, 2}, &got)
+				record(err, &sum)
+				tick()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	for range 4 * (conns*depth + httpCallers) {
+		<-progress // calls are answered: the demo is busy
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	wg.Wait()
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+	require.Empty(t, other, "calls that failed without an answer or a not-run error")
+	assert.Positive(t, notRun)
+	assert.Equal(t, fmt.Sprintf("jsonrpc-demo: ran backend=1 sleep=%d sum=%d", slept, sum), ranLine(t, stderr.String()))
+	t.Logf("%d sleep and %d sum calls answered, %d not run", slept, sum, notRun)
+}

@@ -33,10 +33,19 @@
 // graceful stop must not do. A TCP caller answered "not run" dials again,
 // as it would to send the call elsewhere.
 //
+// With -control it makes a rolling-restart run instead, with reconnecting
+// clients (-reconnect), while run.sh restarts every backend in turn; its
+// calls are checked against the backends' own counts (see rolling.go).
+//
 // Usage:
 //
 //	loadgen -mode http|tcp -addr HOST:PORT -backends b1,b2,b3 [flags]
 //	loadgen freeports N    prints N free loopback TCP ports
+//	loadgen waitup ADMIN BACKEND/SERVER...
+//	                       waits until HAProxy, on its admin socket ADMIN
+//	                       (host:port or unix:PATH), says each server is UP
+//	loadgen ready ADMIN BACKEND/SERVER...
+//	                       sets each server back to ready (out of drain)
 //
 // It exits 1 when a check fails (a wrong answer, an error where none is
 // allowed, a run that does not end in time) and 2 on bad usage.
@@ -70,6 +79,17 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) >= 4 && (os.Args[1] == "waitup" || os.Args[1] == "ready") {
+		do := waitUp
+		if os.Args[1] == "ready" {
+			do = ready
+		}
+		if err := do(os.Args[2], os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var cfg config
 	flag.StringVar(&cfg.mode, "mode", "http", "`transport`: http (one POST per call) or tcp (newline-delimited, one connection per caller)")
 	flag.StringVar(&cfg.addr, "addr", "", "the server's loopback `host:port`")
@@ -91,6 +111,10 @@ func main() {
 	flag.DurationVar(&cfg.settle, "settle", 300*time.Millisecond, "after a kill, calls started later than this must all succeed")
 	flag.StringVar(&cfg.lbLog, "lb-log", "", "the balancer's log `file`, with a line for every HTTP request (see run.sh), read after the run to find the backend of calls that got no answer")
 	flag.StringVar(&cfg.mdFile, "md", "", "append a Markdown table row for this run to `file`")
+	flag.StringVar(&cfg.control, "control", "", "a rolling-restart run, driven through files in `dir` (see rolling.go): calls go on until dir/stop exists, and are checked against the backends' counts listed in dir/counts")
+	flag.BoolVar(&cfg.reconnect, "reconnect", false, "with -control: over TCP, each caller calls through a jsonrpc.Redialer; over HTTP, calls that surely did not run are made again")
+	methods := flag.String("methods", "subtract,sum", "with -control: the `methods` that calls take in turn")
+	idempotent := flag.String("idempotent", "subtract", "with -control: the `methods` declared safe to repeat (the Redialer's Retry); none if empty")
 	flag.Parse()
 	switch *signal {
 	case "KILL", "SIGKILL":
@@ -104,12 +128,22 @@ func main() {
 	if *backends != "" {
 		cfg.backends = strings.Split(*backends, ",")
 	}
+	if cfg.control != "" {
+		cfg.methods = strings.Split(*methods, ",")
+		if *idempotent != "" {
+			cfg.idempotent = strings.Split(*idempotent, ",")
+		}
+	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(&cfg); err != nil {
+	runner := run
+	if cfg.control != "" {
+		runner = runRolling
+	}
+	if err := runner(&cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen: FAIL:", err)
 		os.Exit(1)
 	}
@@ -131,6 +165,10 @@ type config struct {
 	killAt            float64
 	settle            time.Duration
 	lbLog, mdFile     string
+	control           string   // -control: a rolling-restart run
+	reconnect         bool     // -reconnect
+	methods           []string // -methods, with -control; else only subtract
+	idempotent        []string // -idempotent, with -control
 }
 
 func (c *config) validate() error {
@@ -149,6 +187,15 @@ func (c *config) validate() error {
 		return errors.New("-kill-at must be between 0 and 1")
 	case c.drain != "" && (c.killPID == 0 || c.drainServer == ""):
 		return errors.New("-drain needs -kill-pid and -drain-server")
+	case c.control != "" && c.killPID != 0:
+		return errors.New("-control and -kill-pid do not go together")
+	case c.reconnect && c.control == "":
+		return errors.New("-reconnect needs -control")
+	}
+	for _, m := range c.methods {
+		if m != "subtract" && m != "sum" {
+			return fmt.Errorf("-methods: %q is neither subtract nor sum", m)
+		}
 	}
 	host, _, err := net.SplitHostPort(c.addr)
 	if err != nil {
@@ -163,6 +210,7 @@ func (c *config) validate() error {
 // A sample is the outcome of one call.
 type sample struct {
 	i       int64         // the call's number
+	method  string        // set by a rolling-restart run; "" is subtract
 	start   time.Duration // since the start of the run
 	latency time.Duration
 	backend string // "" when unknown
@@ -278,21 +326,37 @@ func newHTTPClient(cfg *config) *jsonrpc.HTTPClient {
 }
 
 type httpCaller struct {
+	cfg    *config
 	hc     *jsonrpc.HTTPClient
 	direct string // the backend, when there is only one
+	again  int    // calls made again after "not run" (-reconnect)
 }
 
 func (c *httpCaller) call(ctx context.Context, i int64) (string, error) {
 	tag := &callTag{id: callID(i)}
 	ctx = context.WithValue(ctx, callTagKey{}, tag)
-	var got int64
-	err := c.hc.Call(ctx, "subtract", params(i), &got)
+	method := c.cfg.method(i)
+	err := callMethod(ctx, c.hc, method, i)
+	if c.cfg.reconnect {
+		// HTTPClient has no retry of its own: a call that surely did
+		// not run (a 503 of a stopping backend or of the balancer, a
+		// connection refused) is made again, after a short pause, until
+		// its deadline.
+		pause := 2 * time.Millisecond
+		for err != nil && !jsonrpc.MayHaveRun(err) && !errors.Is(err, errCheck) {
+			select {
+			case <-ctx.Done():
+				return tag.backend, err
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 100*time.Millisecond)
+			c.again++
+			err = callMethod(ctx, c.hc, method, i)
+		}
+	}
 	backend := tag.backend
 	if backend == "" {
 		backend = c.direct
-	}
-	if err == nil && got != want(i) {
-		err = fmt.Errorf("%w: subtract #%d gave %d, want %d", errCheck, i, got, want(i))
 	}
 	return backend, err
 }
@@ -346,11 +410,7 @@ func (c *tcpCaller) dial(ctx context.Context) error {
 
 func (c *tcpCaller) call(ctx context.Context, i int64) (string, error) {
 	backend := c.backend
-	var got int64
-	err := c.c.Call(ctx, "subtract", params(i), &got)
-	if err == nil && got != want(i) {
-		err = fmt.Errorf("%w: subtract #%d gave %d, want %d", errCheck, i, got, want(i))
-	}
+	err := callMethod(ctx, c.c, c.cfg.method(i), i)
 	if err != nil && (classify(err) == kindConn || errors.Is(err, jsonrpc.ErrNotRun)) {
 		// The connection is gone (its backend died, or the balancer
 		// closed it), or its backend is stopping: the next call dials
@@ -443,7 +503,7 @@ func run(cfg *config) error {
 	callers := make([]caller, cfg.callers)
 	for k := range callers {
 		if cfg.mode == "http" {
-			callers[k] = &httpCaller{hc: hc}
+			callers[k] = &httpCaller{cfg: cfg, hc: hc}
 			if len(cfg.backends) == 1 {
 				callers[k].(*httpCaller).direct = cfg.backends[0]
 			}
