@@ -27,8 +27,9 @@
 //     that code, or the Go type of an error that carries none;
 //   - network.transport is "tcp" over HTTP (with network.protocol.name
 //     "http"), and otherwise what [WithNetwork] says; server.address and
-//     server.port come from the HTTP request's Host on the server, and
-//     from WithNetwork otherwise.
+//     server.port come from the HTTP request's Host on the server, from
+//     the URL of the [jsonrpc.HTTPClient] on its client (the scheme's
+//     port if the URL gives none), and from WithNetwork otherwise.
 //
 // The histograms are rpc.server.call.duration and
 // rpc.client.call.duration, in seconds, with the attributes of the span
