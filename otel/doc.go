@@ -47,13 +47,14 @@
 //
 // # Cost
 //
-// With no providers given, New uses OpenTelemetry's global ones. While
-// neither has been set (and with no-op providers), the middleware and the
-// interceptor pass each call straight on after two checks, and add no
-// allocation to the server's path for handlers made with
-// [jsonrpc.HandlerFunc] or [jsonrpc.RawHandlerFunc]. A handler made by
-// [jsonrpc.Func] loses, once wrapped, the server's path that writes its
-// result without boxing it in an interface.
+// With no providers given, New uses OpenTelemetry's global ones. With
+// no-op providers, the middleware and the interceptor hand back what they
+// wrap, unchanged. While the global ones are unset, they wrap, and pass
+// each call straight on after two checks: about 120 instructions a call,
+// under 4% of a server's echo (see BENCHMARKS.md), and no allocation for
+// handlers made with [jsonrpc.HandlerFunc] or [jsonrpc.RawHandlerFunc]. A
+// handler made by [jsonrpc.Func] loses, once wrapped, the server's path
+// that writes its result without boxing it in an interface.
 //
 // The package is called jsonrpcotel, not otel, so that a file can import
 // it next to go.opentelemetry.io/otel without renaming either.
