@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"sync"
 	"sync/atomic"
 )
@@ -186,11 +185,11 @@ func (b *outBatch) match(batch []envelope) {
 // runChains passes each entry of b through the chain send, each on a
 // goroutine of its own, and returns once every entry's chain has called
 // next or returned: then the entries that go out are those whose chains
-// called next, which wait in join until b.ch.sent is closed. newHeader,
-// over HTTP, gives each entry the header its chain may add to; abandon,
-// on a connection, gives up on a call whose ctx ends. The calls' Err and
-// Result are set as their chains return.
-func (b *outBatch) runChains(ctx context.Context, send SendFunc, newHeader func() http.Header, abandon func(int64, *pending) bool) {
+// called next, which wait in join until b.ch.sent is closed. hc, over
+// HTTP, gives each entry the header its chain may add to and the URL it
+// goes to; abandon, on a connection, gives up on a call whose ctx ends.
+// The calls' Err and Result are set as their chains return.
+func (b *outBatch) runChains(ctx context.Context, send SendFunc, hc *HTTPClient, abandon func(int64, *pending) bool) {
 	ch := &batchChain{ctx: ctx, sent: make(chan struct{}), abandon: abandon}
 	b.ch = ch
 	ch.arrived.Add(len(b.entries))
@@ -203,8 +202,8 @@ func (b *outBatch) runChains(ctx context.Context, send SendFunc, newHeader func(
 		if !bc.Notify {
 			e.oc.id = b.id(i)
 		}
-		if newHeader != nil {
-			e.oc.header = newHeader()
+		if hc != nil {
+			e.oc.header, e.oc.url = hc.newHeader(), hc.URL
 		}
 		ch.chains.Go(func() {
 			err := e.oc.through(ctx, send, bc.Method, bc.Result)

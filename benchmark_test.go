@@ -121,6 +121,50 @@ func BenchmarkServe(b *testing.B) {
 	}
 }
 
+// BenchmarkServeMiddleware serves W1echo, W1echoRaw and W2typed as
+// BenchmarkServe does, through a Mux without middleware and through one
+// with a middleware that only passes each request on (the least a
+// middleware that does something costs): what wrapping a handler costs
+// the server's paths, per request. A RawHandlerFunc and a handler made by
+// Func, once wrapped, no longer have theirs, which write the result
+// without boxing it in an interface.
+func BenchmarkServeMiddleware(b *testing.B) {
+	pass := func(h jsonrpc.Handler) jsonrpc.Handler {
+		return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			return h.ServeJSONRPC(ctx, req)
+		})
+	}
+	typed := func(i int) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"subtract","params":{"minuend":` + strconv.Itoa(i) + `,"subtrahend":3}}`
+	}
+	for _, tc := range []struct {
+		name string
+		line func(i int) string
+	}{{"W1echo", echoLine}, {"W1echoRaw", echoRawLine}, {"W2typed", typed}} {
+		input := workload(10000, tc.line)
+		for _, mw := range []string{"none", "pass"} {
+			b.Run(tc.name+"/mw="+mw, func(b *testing.B) {
+				mux := benchMux()
+				if mw == "pass" {
+					mux.Use(pass)
+				}
+				srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+				var out bytes.Buffer
+				b.ReportAllocs()
+				var rounds int
+				for b.Loop() {
+					out.Reset()
+					if err := srv.Serve(b.Context(), bytes.NewReader(input), &out); err != nil {
+						b.Fatal(err)
+					}
+					rounds++
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rounds*10000), "ns/req")
+			})
+		}
+	}
+}
+
 // BenchmarkParse measures strict decoding of one request.
 func BenchmarkParse(b *testing.B) {
 	line := []byte(`{"jsonrpc":"2.0","id":12345,"method":"subtract","params":{"minuend":42,"subtrahend":23}}`)

@@ -142,7 +142,7 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 	}
 	id := c.ids.Add(1)
 	if len(c.Interceptors) > 0 {
-		oc := &outgoing{id: id, params: raw, header: c.newHeader()}
+		oc := &outgoing{id: id, params: raw, header: c.newHeader(), url: c.URL}
 		return oc.through(ctx, c.chain(), method, result)
 	}
 	return c.call(ctx, nil, id, method, raw, result)
@@ -182,7 +182,7 @@ func (c *HTTPClient) Notify(ctx context.Context, method string, params any) erro
 		return err
 	}
 	if len(c.Interceptors) > 0 {
-		oc := &outgoing{params: raw, header: c.newHeader()}
+		oc := &outgoing{params: raw, header: c.newHeader(), url: c.URL}
 		return oc.through(ctx, c.chain(), method, nil)
 	}
 	return c.notify(ctx, nil, method, raw)
@@ -217,7 +217,7 @@ func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
 // interceptors. b is taken by value, so that only this path puts it on the
 // heap.
 func (c *HTTPClient) batchThrough(ctx context.Context, b outBatch) error {
-	b.runChains(ctx, c.chain(), c.newHeader, nil)
+	b.runChains(ctx, c.chain(), c, nil)
 	close(b.ch.sent)
 	err := c.exchangeBatch(ctx, &b, b.header())
 	b.ch.chains.Wait()
@@ -301,7 +301,7 @@ func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter
 func (c *HTTPClient) stream(ctx context.Context, method string, raw []byte, yield func(json.RawMessage, error) bool) (bool, error) {
 	id := c.ids.Add(1)
 	if len(c.Interceptors) > 0 {
-		oc := &outgoing{id: id, params: raw, header: c.newHeader(), yield: yield}
+		oc := &outgoing{id: id, params: raw, header: c.newHeader(), url: c.URL, yield: yield}
 		err := oc.through(ctx, c.chain(), method, nil)
 		return oc.stopped, err
 	}

@@ -76,6 +76,17 @@ func HTTPHeader(ctx context.Context) http.Header {
 	return oc.header
 }
 
+// HTTPURL returns the URL that the outgoing call made with ctx is posted
+// to, as given in [HTTPClient.URL], for an Interceptor to read (to name
+// the server in a trace, say); "" when the call does not go over HTTP.
+func HTTPURL(ctx context.Context) string {
+	oc, _ := ctx.Value(outgoingKey{}).(*outgoing)
+	if oc == nil {
+		return ""
+	}
+	return oc.url
+}
+
 // outgoing is a call, notification, stream or batch entry on its way
 // through a chain of interceptors; its context carries it to the innermost
 // send.
@@ -84,6 +95,7 @@ type outgoing struct {
 	params []byte      // as encoded, to tell whether an interceptor replaced them
 	result []byte      // what the innermost send returned, to tell whether an interceptor replaced it
 	header http.Header // over HTTP, the request's header; otherwise nil
+	url    string      // over HTTP, the URL the request is posted to; otherwise ""
 	passed atomic.Bool // next has been called: another call is a retry
 
 	// A stream's range, and whether it stopped early.

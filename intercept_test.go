@@ -320,6 +320,48 @@ func TestInterceptorHTTPHeader(t *testing.T) {
 	assert.Nil(t, jsonrpc.HTTPHeader(ctx))
 }
 
+// TestInterceptorHTTPURL checks that HTTPURL gives an interceptor the
+// HTTPClient's URL for every kind of request, and "" off HTTP.
+func TestInterceptorHTTPURL(t *testing.T) {
+	for _, tr := range icTransports {
+		t.Run(tr.name, func(t *testing.T) {
+			checkLeaks(t)
+			var mu sync.Mutex
+			var saw []string
+			see := func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+				return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+					mu.Lock()
+					saw = append(saw, req.Method+" "+jsonrpc.HTTPURL(ctx))
+					mu.Unlock()
+					return next(ctx, req)
+				}
+			}
+			notes := make(chan string, 4)
+			c := tr.dial(t, icMux(notes, nil), see)
+			ctx := t.Context()
+			url := ""
+			if hc, ok := c.(*jsonrpc.HTTPClient); ok {
+				url = hc.URL
+			}
+
+			require.NoError(t, c.Call(ctx, "add", []int{1, 2}, nil))
+			require.NoError(t, c.Notify(ctx, "note", icNote{"hi"}))
+			assert.Equal(t, "hi", recv(t, notes, "the notification"))
+			b1 := &jsonrpc.BatchCall{Method: "add", Params: []int{3, 4}}
+			b2 := &jsonrpc.BatchCall{Method: "add", Params: []int{5, 6}}
+			require.NoError(t, c.Batch(ctx, b1, b2))
+			for _, err := range c.Stream(ctx, "count", struct{ N int }{2}) {
+				require.NoError(t, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := []string{"add " + url, "note " + url, "add " + url, "add " + url, "count " + url}
+			assert.Equal(t, want, saw)
+		})
+	}
+	assert.Empty(t, jsonrpc.HTTPURL(t.Context()))
+}
+
 func TestInterceptorShortCircuits(t *testing.T) {
 	checkLeaks(t)
 	denied := errors.New("denied")

@@ -20,10 +20,12 @@ import (
 // workload: 10,000 lines of one call each, from memory through Serve into
 // a buffer) with and without the middleware, and reports the time and the
 // allocations per request. echo is a HandlerFunc, echoraw a
-// RawHandlerFunc. "global" uses the global providers, which this
-// process never sets (the no-op path a program gets until it sets them),
-// "noop" no-op providers given to New, "sdk" the SDK's, sampling every
-// span and exporting none, with a manual metric reader.
+// RawHandlerFunc (bench/'s W1 serves echo so). otel=bare has no
+// middleware; "global" uses the global providers, which this process
+// never sets (the no-op path a program gets until it sets them), "noop"
+// no-op providers given to New, "sdk" the SDK's, sampling every span and
+// exporting none, with a manual metric reader. Compare them with
+// benchstat -col /otel. BENCHMARKS.md has the figures.
 func BenchmarkServe(b *testing.B) {
 	sdk := func() []jsonrpcotel.Option {
 		tp := sdktrace.NewTracerProvider()
@@ -54,7 +56,7 @@ func BenchmarkServe(b *testing.B) {
 			input = append(input, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i+1)+`,"method":"`+method+`","params":[`+strconv.Itoa(i)+`,"hello"]}`+"\n"...)
 		}
 		for _, s := range setups {
-			b.Run(method+"/"+s.name, func(b *testing.B) {
+			b.Run("method="+method+"/otel="+s.name, func(b *testing.B) {
 				mux := new(jsonrpc.Mux)
 				if s.opts != nil {
 					mux.Use(jsonrpcotel.New(s.opts()...).Middleware())

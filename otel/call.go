@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -142,8 +143,9 @@ func idString(id jsonrpc.ID) (string, bool) {
 
 // attrs returns the attributes common to the span and the measurement of
 // a call for method: hr is the HTTP request a server serves it from, and
-// overHTTP says that a client sends it over HTTP.
-func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTTP bool) []attribute.KeyValue {
+// overHTTP says that a client sends it over HTTP, to target, the
+// HTTPClient's URL.
+func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTTP bool, target string) []attribute.KeyValue {
 	if unknown {
 		method = otherMethod
 	}
@@ -169,6 +171,9 @@ func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTT
 		}
 	case overHTTP:
 		a = append(a, semconv.NetworkTransportTCP, semconv.NetworkProtocolName("http"))
+		if tg := t.target(target); tg.host != "" {
+			address, port = tg.host, tg.port
+		}
 	case t.transport != "":
 		a = append(a, semconv.NetworkTransportKey.String(t.transport))
 	}
@@ -179,4 +184,34 @@ func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTT
 		}
 	}
 	return a
+}
+
+// A target is the server an HTTPClient's URL names.
+type target struct {
+	url  string // as given
+	host string // server.address, or "" if the URL names none
+	port int    // server.port: the URL's, or its scheme's default
+}
+
+// target returns the server that the URL u names, remembering the last
+// one: an HTTPClient posts every call to one URL.
+func (t *Telemetry) target(u string) *target {
+	if tg := t.lastTarget.Load(); tg != nil && tg.url == u {
+		return tg
+	}
+	tg := &target{url: u}
+	if pu, err := url.Parse(u); err == nil {
+		tg.host = pu.Hostname()
+		tg.port, _ = strconv.Atoi(pu.Port())
+		if tg.port == 0 {
+			switch pu.Scheme {
+			case "http":
+				tg.port = 80
+			case "https":
+				tg.port = 443
+			}
+		}
+	}
+	t.lastTarget.Store(tg)
+	return tg
 }

@@ -43,7 +43,7 @@ func (t *Telemetry) Interceptor() jsonrpc.Interceptor {
 func (t *Telemetry) clientCall(ctx context.Context, req *jsonrpc.Request, tracing, measuring bool) (context.Context, *call) {
 	header := jsonrpc.HTTPHeader(ctx)
 	c := &call{start: time.Now(), method: req.Method}
-	c.attrs = t.attrs(req.Method, false, nil, header != nil)
+	c.attrs = t.attrs(req.Method, false, nil, header != nil, jsonrpc.HTTPURL(ctx))
 	if measuring {
 		c.dur = t.clientDur
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/ndjsonrpc/jsonrpc"
 	"go.opentelemetry.io/otel"
@@ -41,6 +42,8 @@ type Telemetry struct {
 	transport   string // network.transport off HTTP, or ""
 	address     string // server.address off HTTP, or ""
 	port        int    // server.port off HTTP, or 0
+
+	lastTarget atomic.Pointer[target] // the HTTP client's server last seen
 }
 
 // An Option configures a Telemetry.
@@ -107,9 +110,10 @@ func WithMetaPropagation() Option {
 // not go over HTTP, as the arguments of net.Dial or net.Listen do:
 // network is "tcp" (or "tcp4", "tcp6"), "unix", or "pipe" (for stdio and
 // other pipes), and address is "host:port", a socket's path, or "". It
-// sets network.transport, server.address and server.port. On an HTTP
-// client's interceptor, network "tcp" and the URL's host give
-// server.address and server.port for its calls.
+// sets network.transport, server.address and server.port. Calls over HTTP
+// need none of it: a server reads the request's Host, and a client the
+// URL of its [jsonrpc.HTTPClient] (see [jsonrpc.HTTPURL]), which take
+// the place of address there.
 func WithNetwork(network, address string) Option {
 	return func(c *config) { c.network, c.address = network, address }
 }

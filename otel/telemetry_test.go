@@ -2,6 +2,7 @@ package jsonrpcotel_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -269,7 +270,7 @@ func TestEndToEnd(t *testing.T) {
 			ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 			u, err := url.Parse(ts.URL)
 			require.NoError(t, err)
-			cli := tel.with(jsonrpcotel.WithNetwork("tcp", u.Host))
+			cli := tel.with() // server.address and server.port from the HTTPClient's URL
 			call(t, &jsonrpc.HTTPClient{URL: ts.URL, Interceptors: []jsonrpc.Interceptor{cli.Interceptor()}})
 			ts.Close() // waits for the handlers
 			h, p, err := net.SplitHostPort(u.Host)
@@ -354,6 +355,46 @@ func TestEndToEnd(t *testing.T) {
 					}
 				}
 				assert.Equal(t, side.counts, counts, side.name)
+			}
+		})
+	}
+}
+
+// TestHTTPClientTarget checks the server.address and server.port of an
+// HTTPClient's calls, from its URL alone, where the URL gives no port
+// and where WithNetwork says otherwise. An interceptor after the
+// Telemetry's answers the calls, so that none is sent.
+func TestHTTPClientTarget(t *testing.T) {
+	local := func(jsonrpc.SendFunc) jsonrpc.SendFunc {
+		return func(context.Context, *jsonrpc.Request) (json.RawMessage, error) {
+			return json.RawMessage(`1`), nil
+		}
+	}
+	for _, tc := range []struct {
+		name, url string
+		opts      []jsonrpcotel.Option
+		address   string
+		port      int64
+	}{
+		{"https without a port", "https://rpc.example.com/v1", nil, "rpc.example.com", 443},
+		{"http without a port", "http://rpc.example.com", nil, "rpc.example.com", 80},
+		{"IPv6 with a port", "http://[::1]:8545/", nil, "::1", 8545},
+		{"the URL over WithNetwork", "http://a.example:81/", []jsonrpcotel.Option{jsonrpcotel.WithNetwork("tcp", "b.example:82")}, "a.example", 81},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			c := &jsonrpc.HTTPClient{URL: tc.url, Interceptors: []jsonrpc.Interceptor{tel.with(tc.opts...).Interceptor(), local}}
+			for range 2 { // the second through the remembered URL
+				require.NoError(t, c.Call(t.Context(), "add", nil, nil))
+			}
+			require.NoError(t, c.Notify(t.Context(), "log", nil))
+			spans := tel.spans.GetSpans()
+			require.Len(t, spans, 3)
+			for _, s := range spans {
+				a := attrs(s.Attributes)
+				assert.Equal(t, tc.address, a["server.address"], s.Name)
+				assert.Equal(t, tc.port, a["server.port"], s.Name)
+				assert.Equal(t, "tcp", a["network.transport"], s.Name)
 			}
 		})
 	}

@@ -1,10 +1,13 @@
 // Command observability serves JSON-RPC over HTTP and a TCP socket with
-// OpenTelemetry tracing and metrics on: spans go to stdout (with -spans),
-// and the duration histograms to Prometheus at /metrics.
+// OpenTelemetry tracing and metrics on: spans go to an OTLP collector over
+// HTTP when OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, and to stdout otherwise; the
+// duration histograms go to Prometheus at /metrics.
 //
-//	go run . -http 127.0.0.1:8080 -listen 127.0.0.1:7000 -spans
+//	go run . -http 127.0.0.1:8080 -listen 127.0.0.1:7000
 //	curl -s -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}' localhost:8080/
 //	curl -s localhost:8080/metrics | grep rpc_server_call_duration
+//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run .
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -22,6 +26,7 @@ import (
 	jsonrpcotel "github.com/ndjsonrpc/jsonrpc/otel"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
@@ -29,23 +34,61 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
+// otlpConfigured reports whether the environment names an OTLP
+// collector for spans, by the variables every OpenTelemetry SDK reads.
+func otlpConfigured() bool {
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// newTracerProvider returns the provider of the example's spans, and
+// where they go: to the OTLP collector that the environment names, over
+// HTTP (the exporter reads the OTEL_EXPORTER_OTLP_* variables itself, the
+// headers, timeout and compression too), in batches; otherwise, if
+// stdout is not nil, printed to it as each span ends; otherwise nowhere.
+// Shutting the provider down sends the spans still batched.
+func newTracerProvider(ctx context.Context, stdout io.Writer) (*sdktrace.TracerProvider, string, error) {
+	switch {
+	case otlpConfigured():
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp)), "spans to OTLP over HTTP", nil
+	case stdout != nil:
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(stdout), stdouttrace.WithPrettyPrint())
+		if err != nil {
+			return nil, "", err
+		}
+		return sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), "spans to stdout", nil
+	}
+	return sdktrace.NewTracerProvider(), "spans dropped", nil
+}
+
+// newMux returns the example's methods, traced and measured by tel.
+func newMux(tel *jsonrpcotel.Telemetry) *jsonrpc.Mux {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("add", jsonrpc.Func(func(_ context.Context, p [2]int) (int, error) { return p[0] + p[1], nil }))
+	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return req.Params, nil }))
+	mux.Use(tel.Middleware()) // unknown methods pass through it too
+	return mux
+}
+
 func main() {
 	httpAddr := flag.String("http", "127.0.0.1:8080", "serve JSON-RPC (POST /) and /metrics on `addr`")
 	listen := flag.String("listen", "127.0.0.1:7000", "serve newline-delimited JSON-RPC on the TCP `addr` (empty: none)")
-	spans := flag.Bool("spans", false, "print each span to stdout")
+	spans := flag.Bool("spans", true, "print each span to stdout when no OTLP endpoint is set in the environment")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	var topts []sdktrace.TracerProviderOption
+	var stdout io.Writer
 	if *spans {
-		exp, err := stdouttrace.New(stdouttrace.WithPrettyPrint())
-		if err != nil {
-			log.Fatal(err)
-		}
-		topts = append(topts, sdktrace.WithSyncer(exp))
+		stdout = os.Stdout
 	}
-	tp := sdktrace.NewTracerProvider(topts...)
+	tp, where, err := newTracerProvider(ctx, stdout)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer tp.Shutdown(context.Background())
 	reg := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
@@ -61,11 +104,7 @@ func main() {
 		jsonrpcotel.WithPropagators(propagation.TraceContext{}),
 		jsonrpcotel.WithMetaPropagation(),
 	)
-	mux := new(jsonrpc.Mux)
-	mux.Handle("add", jsonrpc.Func(func(_ context.Context, p [2]int) (int, error) { return p[0] + p[1], nil }))
-	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return req.Params, nil }))
-	mux.Use(tel.Middleware()) // unknown methods pass through it too
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux(tel)}}
 
 	if *listen != "" {
 		l, err := net.Listen("tcp", *listen)
@@ -87,7 +126,7 @@ func main() {
 		_ = srv.Shutdown(context.Background())
 		_ = hs.Shutdown(context.Background())
 	}()
-	log.Printf("JSON-RPC on http://%s/ and tcp %s; metrics on http://%s/metrics", *httpAddr, *listen, *httpAddr)
+	log.Printf("JSON-RPC on http://%s/ and tcp %s; metrics on http://%s/metrics; %s", *httpAddr, *listen, *httpAddr, where)
 	if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		log.Fatal(err)
 	}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ndjsonrpc/jsonrpc"
+	jsonrpcotel "github.com/ndjsonrpc/jsonrpc/otel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/propagation"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// collector is a fake OTLP/HTTP receiver: it accepts protobuf-encoded
+// spans POSTed to path, and keeps them.
+type collector struct {
+	path  string
+	mu    sync.Mutex
+	spans []*tracepb.Span
+	other []string // requests it refused, as "METHOD path"
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != c.path || r.Header.Get("Content-Type") != "application/x-protobuf" {
+		c.mu.Lock()
+		c.other = append(c.other, r.Method+" "+r.URL.Path)
+		c.mu.Unlock()
+		http.NotFound(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	var req coltracepb.ExportTraceServiceRequest
+	if err == nil {
+		err = proto.Unmarshal(body, &req)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			c.spans = append(c.spans, ss.Spans...)
+		}
+	}
+	c.mu.Unlock()
+	resp, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(resp)
+}
+
+// attributes returns the string and int attributes of s.
+func attributes(s *tracepb.Span) map[string]any {
+	m := map[string]any{}
+	for _, kv := range s.Attributes {
+		if _, ok := kv.Value.Value.(*commonpb.AnyValue_IntValue); ok {
+			m[kv.Key] = kv.Value.GetIntValue()
+		} else {
+			m[kv.Key] = kv.Value.GetStringValue()
+		}
+	}
+	return m
+}
+
+// TestOTLPExport runs the example's tracing setup with each of the two
+// standard variables pointing at a fake collector, serves calls over HTTP
+// through the example's Mux, and checks that their spans reach the
+// collector once the provider is shut down.
+func TestOTLPExport(t *testing.T) {
+	for _, tc := range []struct {
+		name, variable, suffix, path string
+	}{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "", "/v1/traces"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/custom/traces", "/custom/traces"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			col := &collector{path: tc.path}
+			cs := httptest.NewServer(col)
+			defer cs.Close()
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+			t.Setenv(tc.variable, cs.URL+tc.suffix)
+
+			var stdout bytes.Buffer
+			tp, where, err := newTracerProvider(t.Context(), &stdout)
+			require.NoError(t, err)
+			assert.Equal(t, "spans to OTLP over HTTP", where)
+			tel := jsonrpcotel.New(jsonrpcotel.WithTracerProvider(tp), jsonrpcotel.WithPropagators(propagation.TraceContext{}))
+			ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux(tel)}})
+			c := &jsonrpc.HTTPClient{URL: ts.URL}
+			var sum int
+			require.NoError(t, c.Call(t.Context(), "add", []int{1, 2}, &sum))
+			assert.Equal(t, 3, sum)
+			require.ErrorIs(t, c.Call(t.Context(), "nope", nil, nil), jsonrpc.ErrMethodNotFound)
+			ts.Close() // waits for the handlers, and so for their spans to end
+
+			require.NoError(t, tp.Shutdown(context.Background())) // sends the batch
+			assert.Empty(t, stdout.String(), "no span printed")
+			col.mu.Lock()
+			defer col.mu.Unlock()
+			assert.Empty(t, col.other)
+			require.Len(t, col.spans, 2)
+			add, nope := col.spans[0], col.spans[1]
+			if add.Name != "add" {
+				add, nope = nope, add
+			}
+			assert.Equal(t, "add", add.Name)
+			assert.Equal(t, tracepb.Span_SPAN_KIND_SERVER, add.Kind)
+			a := attributes(add)
+			assert.Equal(t, "jsonrpc", a["rpc.system.name"])
+			assert.Equal(t, "add", a["rpc.method"])
+			assert.Equal(t, "1", a["jsonrpc.request.id"])
+			assert.Equal(t, "jsonrpc", nope.Name)
+			n := attributes(nope)
+			assert.Equal(t, "_OTHER", n["rpc.method"])
+			assert.Equal(t, "nope", n["rpc.method_original"])
+			assert.Equal(t, "-32601", n["rpc.response.status_code"])
+			assert.Equal(t, tracepb.Status_STATUS_CODE_ERROR, nope.Status.GetCode())
+		})
+	}
+}
+
+// TestStdoutWithoutOTLP checks that spans are printed to stdout when no
+// OTLP endpoint is set.
+func TestStdoutWithoutOTLP(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	var stdout bytes.Buffer
+	tp, where, err := newTracerProvider(t.Context(), &stdout)
+	require.NoError(t, err)
+	assert.Equal(t, "spans to stdout", where)
+	tel := jsonrpcotel.New(jsonrpcotel.WithTracerProvider(tp))
+	var out bytes.Buffer
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux(tel)}}
+	require.NoError(t, srv.Serve(t.Context(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}`+"\n"), &out))
+	require.NoError(t, tp.Shutdown(context.Background()))
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":3}`, out.String())
+	assert.Contains(t, stdout.String(), `"Name": "add"`)
+	assert.Contains(t, stdout.String(), `"Value": "jsonrpc"`)
+}
