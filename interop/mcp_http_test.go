@@ -154,8 +154,8 @@ func TestMCPOverHTTP(t *testing.T) {
 }
 
 // httpExample is an example (mcp-server, openrpc) serving HTTP: the
-// endpoint it printed,
-// its standard error so far, and once exited is closed, how it ended.
+// endpoint it printed, its standard error so far, and once exited is
+// closed, how it ended.
 type httpExample struct {
 	cmd    *exec.Cmd
 	url    string
