@@ -59,16 +59,23 @@ func TestExamples(t *testing.T) {
 }
 
 // buildExample builds ../examples/name into dir, with the race detector if
-// this test binary has it, and returns the path of the program.
+// this test binary has it, and returns the path of the program. An
+// example with a go.mod of its own is built in its module, the others in
+// the library's.
 func buildExample(t *testing.T, dir, name string) string {
 	t.Helper()
-	exe := filepath.Join(dir, name)
+	exe, err := filepath.Abs(filepath.Join(dir, name))
+	require.NoError(t, err)
 	args := []string{"build", "-o", exe}
 	if raceEnabled() {
 		args = append(args, "-race")
 	}
 	cmd := exec.CommandContext(t.Context(), "go", append(args, "./examples/"+name)...)
-	cmd.Dir = ".." // the examples belong to the main module
+	cmd.Dir = ".."
+	if _, err := os.Stat(filepath.Join("..", "examples", name, "go.mod")); err == nil {
+		cmd = exec.CommandContext(t.Context(), "go", append(args, ".")...)
+		cmd.Dir = filepath.Join("..", "examples", name)
+	}
 	out, err := cmd.CombinedOutput()
 	require.NoErrorf(t, err, "go build %s:\n%s", name, out)
 	return exe

@@ -33,7 +33,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Skip("node is not on PATH")
 	}
 	installNodeModules(t)
-	srv := startHTTPExample(t, buildExample(t, t.TempDir(), "mcp-server"))
+	srv := startHTTPExample(t, buildExample(t, t.TempDir(), "mcp-server"), "/mcp")
 
 	t.Run("headers", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -153,8 +153,9 @@ func TestMCPOverHTTP(t *testing.T) {
 	})
 }
 
-// httpExample is examples/mcp-server serving HTTP: the endpoint it printed,
-// its standard error so far, and once exited is closed, how it ended.
+// httpExample is an example (mcp-server, openrpc) serving HTTP: the
+// endpoint it printed, its standard error so far, and once exited is
+// closed, how it ended.
 type httpExample struct {
 	cmd    *exec.Cmd
 	url    string
@@ -164,9 +165,9 @@ type httpExample struct {
 }
 
 // startHTTPExample starts exe -http on a free loopback port and waits for
-// the URL it prints. The process is killed at the end of the test if it
-// still runs.
-func startHTTPExample(t *testing.T, exe string) *httpExample {
+// the URL it prints, which must end with path. The process is killed at
+// the end of the test if it still runs.
+func startHTTPExample(t *testing.T, exe, path string) *httpExample {
 	t.Helper()
 	srv := &httpExample{stderr: new(syncBuffer), exited: make(chan struct{})}
 	srv.cmd = exec.Command(exe, "-http", "127.0.0.1:0")
@@ -190,10 +191,10 @@ func startHTTPExample(t *testing.T, exe string) *httpExample {
 	select {
 	case srv.url = <-line:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("no URL from mcp-server -http:\n%s", srv.stderr)
+		t.Fatalf("no URL from %s -http:\n%s", exe, srv.stderr)
 	}
-	require.Truef(t, strings.HasPrefix(srv.url, "http://127.0.0.1:") && strings.HasSuffix(srv.url, "/mcp"),
-		"mcp-server printed %q, not its endpoint:\n%s", srv.url, srv.stderr)
+	require.Truef(t, strings.HasPrefix(srv.url, "http://127.0.0.1:") && strings.HasSuffix(srv.url, path),
+		"%s printed %q, not its endpoint:\n%s", exe, srv.url, srv.stderr)
 	return srv
 }
 

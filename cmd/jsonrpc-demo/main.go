@@ -56,20 +56,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +73,7 @@ import (
 	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
+	"github.com/ndjsonrpc/jsonrpc/internal/demo"
 )
 
 func main() {
@@ -94,7 +91,7 @@ func main() {
 	// serving contexts, whose end stops every connection as Close does.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	mux := newMux()
+	mux := demo.NewMux()
 	if *name != "" {
 		backend := *name
 		mux.HandleFunc("backend", func(context.Context, *jsonrpc.Request) (any, error) { return backend, nil })
@@ -257,219 +254,4 @@ func (rc *runCounter) report() {
 	}
 	slices.Sort(parts)
 	fmt.Fprintln(os.Stderr, "jsonrpc-demo: ran", strings.Join(parts, " "))
-}
-
-// subtractParams accepts [minuend, subtrahend] or
-// {"minuend": a, "subtrahend": b}, both numbers; member names are matched
-// exactly, and anything else is refused.
-type subtractParams struct {
-	Minuend, Subtrahend float64
-	set                 bool
-}
-
-func (p *subtractParams) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if p.simple(b) {
-		return nil
-	}
-	if len(b) > 0 && b[0] == '[' {
-		var a []json.RawMessage
-		if err := json.Unmarshal(b, &a); err != nil {
-			return err
-		}
-		if len(a) != 2 {
-			return fmt.Errorf("want [minuend, subtrahend], got %d values", len(a))
-		}
-		return p.set2(a[0], a[1])
-	}
-	var o map[string]json.RawMessage
-	if err := json.Unmarshal(b, &o); err != nil {
-		return err
-	}
-	m, okM := o["minuend"]
-	s, okS := o["subtrahend"]
-	if !okM || !okS {
-		return errors.New(`want {"minuend": a, "subtrahend": b}`)
-	}
-	return p.set2(m, s)
-}
-
-// simple decodes the usual form, {"minuend": a, "subtrahend": b} in either
-// order with plain numbers, without allocating, and reports whether b had
-// that form; anything else is left to the general decoder.
-func (p *subtractParams) simple(b []byte) bool {
-	var m, s []byte
-	rest, ok := cut(b, "{")
-	for ok {
-		var name, value []byte
-		if name, rest, ok = quoted(rest); !ok {
-			return false
-		}
-		if rest, ok = cut(rest, ":"); !ok {
-			return false
-		}
-		if value, rest, ok = numberToken(rest); !ok {
-			return false
-		}
-		switch string(name) {
-		case "minuend":
-			if m != nil {
-				return false
-			}
-			m = value
-		case "subtrahend":
-			if s != nil {
-				return false
-			}
-			s = value
-		default:
-			return false
-		}
-		if rest, ok = cut(rest, ","); !ok {
-			if _, ok = cut(rest, "}"); !ok || m == nil || s == nil {
-				return false
-			}
-			return p.set2(m, s) == nil
-		}
-	}
-	return false
-}
-
-// cut skips whitespace and then the token tok.
-func cut(b []byte, tok string) ([]byte, bool) {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return bytes.CutPrefix(b, []byte(tok))
-}
-
-// quoted takes a string without escapes.
-func quoted(b []byte) (s, rest []byte, ok bool) {
-	b, ok = cut(b, `"`)
-	if !ok {
-		return nil, nil, false
-	}
-	i := bytes.IndexAny(b, `"\`)
-	if i < 0 || b[i] != '"' {
-		return nil, nil, false
-	}
-	return b[:i], b[i+1:], true
-}
-
-// numberToken takes the bytes of a number, which set2 then checks.
-func numberToken(b []byte) (tok, rest []byte, ok bool) {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	i := 0
-	for i < len(b) && bytes.IndexByte([]byte("+-.0123456789eE"), b[i]) >= 0 {
-		i++
-	}
-	return b[:i], b[i:], i > 0
-}
-
-// set2 sets both operands, which must be JSON numbers.
-func (p *subtractParams) set2(m, s json.RawMessage) error {
-	var err error
-	if p.Minuend, err = number(m); err != nil {
-		return err
-	}
-	if p.Subtrahend, err = number(s); err != nil {
-		return err
-	}
-	p.set = true
-	return nil
-}
-
-// number parses raw, which must be a JSON number.
-func number(raw json.RawMessage) (float64, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
-		return 0, fmt.Errorf("want a number, not %s", raw)
-	}
-	return strconv.ParseFloat(string(raw), 64)
-}
-
-func null(context.Context, *jsonrpc.Request) (any, error) { return nil, nil }
-
-type (
-	progressParams struct {
-		Count int `json:"count"`
-	}
-	countParams struct {
-		N int `json:"n"`
-	}
-	sleepParams struct {
-		MS int `json:"ms"`
-	}
-)
-
-// The demo's typed methods: each names a method with its params and
-// result, for the handler registered here and for any Go caller.
-var (
-	subtractMethod = jsonrpc.NewMethod[subtractParams, float64]("subtract")
-	sumMethod      = jsonrpc.NewMethod[[]float64, float64]("sum")
-	progressMethod = jsonrpc.NewMethod[progressParams, string]("progress")
-	countMethod    = jsonrpc.NewStreamMethod[countParams, map[string]int]("count")
-	sleepMethod    = jsonrpc.NewMethod[sleepParams, string]("sleep")
-)
-
-func newMux() *jsonrpc.Mux {
-	mux := new(jsonrpc.Mux)
-	subtractMethod.Register(mux, func(_ context.Context, p subtractParams) (float64, error) {
-		if !p.set {
-			return 0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: want [minuend, subtrahend] or {\"minuend\": a, \"subtrahend\": b}")
-		}
-		return p.Minuend - p.Subtrahend, nil
-	})
-	sumMethod.Register(mux, func(_ context.Context, nums []float64) (float64, error) {
-		var s float64
-		for _, n := range nums {
-			s += n
-		}
-		return s, nil
-	})
-	mux.HandleFunc("get_data", func(context.Context, *jsonrpc.Request) (any, error) {
-		return []any{"hello", 5}, nil
-	})
-	mux.HandleFunc("update", null)
-	mux.HandleFunc("notify_hello", null)
-	mux.HandleFunc("notify_sum", null)
-	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
-		return req.Params, nil // as a RawHandlerFunc, not boxed in an interface
-	}))
-	progressMethod.Register(mux, func(ctx context.Context, p progressParams) (string, error) {
-		for i := 1; i <= p.Count; i++ {
-			err := jsonrpc.Peer(ctx).Notify(ctx, "progress", map[string]int{"done": i, "total": p.Count})
-			if err != nil {
-				return "", err
-			}
-		}
-		return "done", nil
-	})
-	countMethod.Register(mux, func(ctx context.Context, p countParams) iter.Seq2[map[string]int, error] {
-		return func(yield func(map[string]int, error) bool) {
-			for i := range p.N {
-				if !yield(map[string]int{"index": i}, nil) {
-					return
-				}
-			}
-		}
-	})
-	mux.HandleFunc("fail", func(context.Context, *jsonrpc.Request) (any, error) {
-		return nil, jsonrpc.NewError(-32001, "custom failure").WithData(map[string]string{"reason": "demo"})
-	})
-	mux.HandleFunc("internal", func(context.Context, *jsonrpc.Request) (any, error) {
-		return nil, errors.New("boom")
-	})
-	mux.HandleFunc("panic", func(context.Context, *jsonrpc.Request) (any, error) {
-		panic("demo panic")
-	})
-	sleepMethod.Register(mux, func(ctx context.Context, p sleepParams) (string, error) {
-		t := time.NewTimer(time.Duration(p.MS) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return "slept", nil
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	})
-	return mux
 }

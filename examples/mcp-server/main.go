@@ -12,9 +12,10 @@
 // server exits 0 when its input ends, once the tools still running have
 // had 300 ms to finish and then been cancelled.
 //
-// Run it under an MCP client, for example:
+// It is a module of its own, since its tools' JSON Schemas come from the
+// openrpc module. Run it under an MCP client, for example:
 //
-//	go build -o mcp-server ./examples/mcp-server
+//	cd examples/mcp-server && go build -o mcp-server .
 //	npx @modelcontextprotocol/inspector ./mcp-server
 //
 // # Streamable HTTP
@@ -64,7 +65,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/ndjsonrpc/jsonrpc"
+	"github.com/ndjsonrpc/jsonrpc/openrpc"
 )
 
 // versions are the protocol versions this server speaks, newest first.
@@ -73,21 +76,43 @@ var versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 var logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 type tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name        string             `json:"name"`
+	Description string             `json:"description"`
+	InputSchema *jsonschema.Schema `json:"inputSchema"`
 	run         func(ctx context.Context, p callParams) (string, error)
+}
+
+// The arguments of the tools. Their JSON Schemas, the tools'
+// inputSchema, are generated from these types by the openrpc module, as
+// the schemas of an OpenRPC document are.
+type (
+	echoArgs struct {
+		Text string `json:"text" jsonschema:"the text to return"`
+	}
+	countArgs struct {
+		N int `json:"n,omitzero" jsonschema:"how far to count, from 0 to 1000 (default 50)"`
+	}
+	rootsArgs struct{}
+)
+
+// countSchema is countArgs' schema with n's bounds, which the type
+// cannot say.
+func countSchema() *jsonschema.Schema {
+	s := openrpc.SchemaFor[countArgs]()
+	s.Properties["n"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["n"].Maximum = jsonschema.Ptr(1000.0)
+	return s
 }
 
 var tools = []tool{{
 	Name: "echo", Description: "Returns its text.", run: echo,
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	InputSchema: openrpc.SchemaFor[echoArgs](),
 }, {
 	Name: "count", Description: "Counts to n (default 50), 20 ms a step, reporting progress.", run: count,
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":1000}}}`),
+	InputSchema: countSchema(),
 }, {
 	Name: "roots", Description: "Lists the client's roots.", run: roots,
-	InputSchema: json.RawMessage(`{"type":"object"}`),
+	InputSchema: openrpc.SchemaFor[rootsArgs](),
 }}
 
 type callParams struct {
@@ -180,17 +205,13 @@ func callTool(ctx context.Context, p callParams) (*callResult, error) {
 }
 
 func echo(ctx context.Context, p callParams) (string, error) {
-	var args struct {
-		Text string `json:"text"`
-	}
+	var args echoArgs
 	err := json.Unmarshal(p.Arguments, &args)
 	return args.Text, err
 }
 
 func count(ctx context.Context, p callParams) (string, error) {
-	args := struct {
-		N int `json:"n"`
-	}{N: 50}
+	args := countArgs{N: 50}
 	if err := json.Unmarshal(p.Arguments, &args); err != nil {
 		return "", err
 	}

@@ -75,6 +75,11 @@ test('tools/list', { timeout }, async () => {
 	const { tools } = await client.listTools();
 	assert.deepEqual(tools.map((t) => t.name), ['echo', 'count', 'roots']);
 	for (const t of tools) assert.equal(t.inputSchema.type, 'object');
+	// generated from the tools' Go types by the openrpc module
+	assert.deepEqual(tools[0].inputSchema.required, ['text']);
+	assert.deepEqual(tools[1].inputSchema.properties.n, {
+		type: 'integer', description: 'how far to count, from 0 to 1000 (default 50)', minimum: 0, maximum: 1000,
+	});
 });
 
 test('tools/call echo', { timeout }, async () => {
