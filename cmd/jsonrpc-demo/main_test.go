@@ -824,25 +824,7 @@ func TestSIGTERMDropsNothing(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill() }()
 
 	const conns, depth = 16, 4
-	var cs []*jsonrpc.Conn
-	require.Eventually(t, func() bool {
-		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
-		if err != nil {
-			return false
-		}
-		cs = append(cs, c)
-		return true
-	}, 10*time.Second, 10*time.Millisecond, "the demo listens on %s", addr)
-	for len(cs) < conns {
-		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
-		require.NoError(t, err)
-		cs = append(cs, c)
-	}
-	defer func() {
-		for _, c := range cs {
-			_ = c.Close()
-		}
-	}()
+	cs := dialDemo(t, ctx, addr, conns)
 
 	var (
 		mu       sync.Mutex
@@ -966,25 +948,7 @@ func TestRunCountSIGTERM(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill() }()
 
 	const conns, depth, httpCallers = 8, 4, 4
-	var cs []*jsonrpc.Conn
-	require.Eventually(t, func() bool {
-		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
-		if err != nil {
-			return false
-		}
-		cs = append(cs, c)
-		return true
-	}, 10*time.Second, 10*time.Millisecond, "the demo listens on %s", addr)
-	for len(cs) < conns {
-		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
-		require.NoError(t, err)
-		cs = append(cs, c)
-	}
-	defer func() {
-		for _, c := range cs {
-			_ = c.Close()
-		}
-	}()
+	cs := dialDemo(t, ctx, addr, conns)
 	var name string
 	require.NoError(t, cs[0].Call(ctx, "backend", nil, &name))
 	hc := &jsonrpc.HTTPClient{URL: "http://" + httpAddr + "/"}
@@ -1060,4 +1024,30 @@ func TestRunCountSIGTERM(t *testing.T) {
 	assert.Positive(t, notRun)
 	assert.Equal(t, fmt.Sprintf("jsonrpc-demo: ran backend=1 sleep=%d sum=%d", slept, sum), ranLine(t, stderr.String()))
 	t.Logf("%d sleep and %d sum calls answered, %d not run", slept, sum, notRun)
+}
+
+// dialDemo dials n connections to the demo at addr once it listens; they
+// are closed when the test ends.
+func dialDemo(t *testing.T, ctx context.Context, addr string, n int) []*jsonrpc.Conn {
+	t.Helper()
+	var cs []*jsonrpc.Conn
+	t.Cleanup(func() {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+	})
+	require.Eventually(t, func() bool {
+		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
+		if err != nil {
+			return false
+		}
+		cs = append(cs, c)
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "the demo listens on %s", addr)
+	for len(cs) < n {
+		c, err := jsonrpc.Dial(ctx, "tcp", addr, nil)
+		require.NoError(t, err)
+		cs = append(cs, c)
+	}
+	return cs
 }
