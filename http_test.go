@@ -3,6 +3,7 @@ package jsonrpc_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -721,4 +722,56 @@ func (d *discardResponse) WriteHeader(code int) { d.code = code }
 func (d *discardResponse) Write(p []byte) (int, error) {
 	d.n += len(p)
 	return len(p), nil
+}
+
+// BenchmarkHTTPClientCall measures HTTPClient.Call alone, without a
+// network or a server: an http.RoundTripper answers each request in
+// process, so what is counted beside it is the client's own work per
+// call.
+func BenchmarkHTTPClientCall(b *testing.B) {
+	c := &jsonrpc.HTTPClient{URL: "http://example.test/rpc", HTTP: &http.Client{Transport: echoTransport{}}}
+	params := json.RawMessage(`[1,"hello"]`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var out json.RawMessage
+		if err := c.Call(b.Context(), "echo", params, &out); err != nil {
+			b.Fatal(err)
+		}
+		if string(out) != string(params) {
+			b.Fatalf("echo returned %s", out)
+		}
+	}
+}
+
+// echoTransport answers a POST of one call to echo in process, with the
+// id of the request and its params as the result, as plain JSON.
+type echoTransport struct{}
+
+var echoHeader = http.Header{"Content-Type": {"application/json"}}
+
+func (echoTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var in struct {
+		ID     json.RawMessage `json:"id"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, err
+	}
+	out := `{"jsonrpc":"2.0","id":` + string(in.ID) + `,"result":` + string(in.Params) + "}\n"
+	return &http.Response{
+		Status:        "200 OK",
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        echoHeader,
+		Body:          io.NopCloser(strings.NewReader(out)),
+		ContentLength: int64(len(out)),
+		Request:       req,
+	}, nil
 }
