@@ -775,3 +775,33 @@ func (echoTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Request:       req,
 	}, nil
 }
+
+// TestServeHTTPAllocs bounds what ServeHTTP allocates for a plain call
+// beside the handler's own: the request's state in one piece, its body,
+// the connection's channels and context, the method learnt and the
+// goroutine that serves the body (9 in all, with the handler's one).
+func TestServeHTTPAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}`
+	rd := strings.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, "/", rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	w := &discardResponse{h: http.Header{}}
+	allocs := testing.AllocsPerRun(100, func() {
+		rd.Reset(body)
+		clear(w.h)
+		srv.ServeHTTP(w, req)
+	})
+	assert.Equal(t, http.StatusOK, w.code)
+	assert.Equal(t, "application/json", w.h.Get("Content-Type"))
+	assert.Equal(t, "nosniff", w.h.Get("X-Content-Type-Options"))
+	assert.LessOrEqual(t, allocs, 10.0, "allocations per request")
+}
