@@ -170,7 +170,10 @@ func (b *memBudget) grow(lr *lineReader, n int, own *atomic.Int64, stop func() b
 // wake wakes the readers waiting for room, to look again whether they
 // should stop.
 func (b *memBudget) wake() {
-	if b == nil {
+	// waiting is stored before a reader asks whether to stop, and what
+	// makes it stop before this reads waiting: either the reader sees
+	// that it must stop or this wakes it.
+	if b == nil || b.waiting.Load() == 0 {
 		return
 	}
 	b.mu.Lock()

@@ -72,10 +72,9 @@ type conn struct {
 	done     bool                 // finished is closed
 	finished chan struct{}        // closed when nothing but a parked reader is left
 
+	firstRS  *readState    // the reading role's state for serve, made with the conn (ServeHTTP); nil to make one
 	served   chan struct{} // closed when serve has returned, for a Conn
-	readDone chan struct{} // closed when reading has ended for good
-	readOnce sync.Once
-	serveErr error // what serve returned
+	serveErr error         // what serve returned
 
 	abortOnce sync.Once
 	aborted   chan struct{} // closed by abort

@@ -176,7 +176,16 @@ func newFramedReader(f Framing, r io.Reader, maxSize int) *lineReader {
 // newFramedWriter returns a lineWriter that writes to w messages framed by
 // f; nil means LineFraming.
 func newFramedWriter(f Framing, w io.Writer) *lineWriter {
-	lw := newLineWriter(w)
+	lw := new(lineWriter)
+	initFramedWriter(lw, f, w)
+	return lw
+}
+
+// initFramedWriter sets lw, a zero lineWriter, up as newFramedWriter
+// does.
+func initFramedWriter(lw *lineWriter, f Framing, w io.Writer) {
+	lw.w = w
+	lw.cond.L = &lw.mu
 	switch f.(type) {
 	case nil, LineFraming, *LineFraming:
 	case HeaderFraming, *HeaderFraming:
@@ -185,7 +194,6 @@ func newFramedWriter(f Framing, w io.Writer) *lineWriter {
 		lw.mode = modeCustom
 		lw.framing = f
 	}
-	return lw
 }
 
 // initWhole sets lr, a zero lineReader, to read one message, body,
@@ -539,13 +547,13 @@ type hookReader struct{ lr *lineReader }
 
 func (h hookReader) Read(p []byte) (int, error) {
 	lr := h.lr
-	if lr.beforeRead != nil && !lr.beforeRead() {
+	if lr.hooks != nil && !lr.hooks.beforeRead() {
 		lr.stopped = true
 		return 0, errReadStopped
 	}
 	n, err := lr.r.Read(p)
-	if lr.afterRead != nil {
-		lr.afterRead()
+	if lr.hooks != nil {
+		lr.hooks.afterRead()
 	}
 	return n, err
 }

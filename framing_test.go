@@ -522,16 +522,16 @@ func TestCustomFraming(t *testing.T) {
 	t.Run("hooks around each read", func(t *testing.T) {
 		wire := lengthPrefix{}.AppendFrame(lengthPrefix{}.AppendFrame(nil, []byte("ab")), []byte("cd"))
 		lr := newFramedReader(lengthPrefix{}, iotest.OneByteReader(bytes.NewReader(wire)), 0)
-		var before, after int
-		lr.beforeRead = func() bool { before++; return before <= 3 }
-		lr.afterRead = func() { after++ }
+		var h countingHooks
+		lr.hooks = &h
+		before, after := &h.before, &h.after
 		msg, err := lr.ReadMessage()
 		require.ErrorIs(t, err, errReadStopped, "the fourth read is refused: got %q", msg)
-		assert.Equal(t, 4, before)
-		assert.Equal(t, 3, after)
+		assert.Equal(t, 4, *before)
+		assert.Equal(t, 3, *after)
 		_, err = lr.ReadMessage()
 		require.ErrorIs(t, err, errReadStopped, "reading stays stopped")
-		assert.Equal(t, 4, before)
+		assert.Equal(t, 4, *before)
 	})
 	t.Run("close", func(t *testing.T) {
 		src := &closeCounter{r: bytes.NewReader(lengthPrefix{}.AppendFrame(nil, []byte("1")))}
@@ -817,3 +817,10 @@ func BenchmarkFraming(b *testing.B) {
 		})
 	}
 }
+
+// countingHooks counts the calls of a lineReader's hooks, and stops
+// reading at the fourth.
+type countingHooks struct{ before, after int }
+
+func (h *countingHooks) beforeRead() bool { h.before++; return h.before <= 3 }
+func (h *countingHooks) afterRead()       { h.after++ }

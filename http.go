@@ -108,8 +108,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	x := &httpRequestState{out: httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}}
+	x := new(httpRequestState)
 	out := &x.out
+	*out = httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}
 	if out.frame.accept.stream != framePlain {
 		// A body that calls nothing gets 202 and no body, even when its
 		// handlers send notifications.
@@ -117,13 +118,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x.in.initWhole(body)
 	x.in.charged = charged // the body's bytes are the request's own
-	cfg := s.config()
+	var cfg config
+	s.configInto(&cfg)
 	cfg.framing = &out.frame
 	cfg.in = &x.in
 	cfg.drainGrace = false // the body is all read
-	ctx := context.WithValue(r.Context(), httpRequestKey{}, r)
-	c := newConn(cfg, ctx, nil, out)
+	x.ctx = httpContext{Context: r.Context(), r: r}
+	ctx := &x.ctx
+	initFramedWriter(&x.lw, cfg.framing, out)
+	x.lw.buf, x.lw.scratch = x.wbuf[:0], x.scratch[:0]
+	c := &x.c
+	initConn(c, &x.lw, &cfg, ctx, nil, out)
 	c.callErr = errHTTPCall
+	x.rs.slab, x.rs.slabSize = x.ctxs[:], len(x.ctxs)
+	x.rs.unit.tasks = x.tasks[:0]
+	c.firstRS = &x.rs
 	if !s.track(c) {
 		refuseHTTP(w, r, body, s.MaxBatch)
 		return
@@ -243,11 +252,39 @@ func acceptsJSON(accept []string) bool {
 	return false
 }
 
-// httpRequestState is what ServeHTTP allocates for a request, in one piece:
-// the writer of the response and the reader of the body.
+// httpRequestState is what ServeHTTP allocates for a request, in one
+// piece: the connection that serves the body, its reader of the body and
+// its writer of the response, the state of its reading role with room for
+// one request (more, a batch, are allocated as they come), and room for
+// the first bytes of the response. It is never reused: a handler may keep
+// its context, which points into it.
 type httpRequestState struct {
-	out httpOut
-	in  lineReader
+	c       conn
+	out     httpOut
+	in      lineReader
+	lw      lineWriter
+	rs      readState
+	ctx     httpContext
+	ctxs    [1]reqCtx
+	tasks   [1]task
+	wbuf    [512]byte
+	scratch [256]byte
+}
+
+// httpContext is the parent context of the handlers of an HTTP request:
+// the request's own, which also holds the *http.Request, for
+// HTTPRequestFromContext, as context.WithValue would, but as a field of
+// the request's state.
+type httpContext struct {
+	context.Context
+	r *http.Request
+}
+
+func (x *httpContext) Value(key any) any {
+	if key == (httpRequestKey{}) {
+		return x.r
+	}
+	return x.Context.Value(key)
 }
 
 // isJSONType reports whether a Content-Type is application/json, with any
@@ -279,6 +316,12 @@ const maxFirstBodyBuf = 64 << 10
 // which doubles each time it fills, up to the size announced (and its
 // byte) and never past the limit (and its byte).
 func readBody(r io.Reader, size int64, limit int, mem *memBudget) (body []byte, charged int, err error) {
+	return readBodyInto(nil, r, size, limit, mem)
+}
+
+// readBodyInto is readBody, with buf as the first buffer when the body
+// fits in it.
+func readBodyInto(buf []byte, r io.Reader, size int64, limit int, mem *memBudget) (body []byte, charged int, err error) {
 	if size > int64(limit) {
 		return nil, 0, &tooLargeError{limit}
 	}
@@ -292,7 +335,11 @@ func readBody(r io.Reader, size int64, limit int, mem *memBudget) (body []byte, 
 		return nil, 0, errBodyShed
 	}
 	charged = n
-	buf := make([]byte, 0, n)
+	if cap(buf) >= n {
+		buf = buf[:0]
+	} else {
+		buf = make([]byte, 0, n)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			n := 2 * cap(buf)
@@ -382,6 +429,9 @@ type httpAccept struct {
 // negotiate reads Accept headers. A streaming type is chosen only when it
 // is named, at a quality at least that of application/json.
 func negotiate(accept []string) httpAccept {
+	if len(accept) == 1 && accept[0] == contentJSON {
+		return httpAccept{stream: framePlain} // the common case, without mime's allocations
+	}
 	var qJSON, qSSE, qND float64 = -1, -1, -1
 	none := len(accept) == 0
 	for _, h := range accept {
@@ -472,6 +522,20 @@ func isOurNotification(msg []byte) bool {
 	return len(msg) >= len(prefix) && string(msg[:len(prefix)]) == prefix
 }
 
+// The values of the headers of a response, shared by all responses: each
+// is put in a header as a slice whose capacity is its length, so that a
+// value added to it (Header.Add) goes to a new array. Nothing changes
+// them.
+var (
+	headerJSON    = [1]string{contentJSON}
+	headerSSE     = [1]string{contentSSE}
+	headerNDJSON  = [1]string{contentNDJSON}
+	headerNoCache = [1]string{"no-cache"}
+	headerNosniff = [1]string{"nosniff"}
+
+	headerJSONOrSSE = [1]string{contentJSON + ", " + contentSSE} // an HTTPClient's Accept with OnNotify
+)
+
 // httpOut is the response writer of one HTTP request, for the connection's
 // writer: it sets the headers on the first write and flushes each write of
 // a stream. Write holds mu while it uses the ResponseWriter, so that
@@ -497,17 +561,19 @@ func (o *httpOut) Write(p []byte) (int, error) {
 	}
 	if !o.started {
 		o.started = true
+		// The keys are canonical and the values shared, as net/http's
+		// Header.Set would store them but without an allocation each.
 		h := o.w.Header()
 		switch o.frame.frame {
 		case frameSSE:
-			h.Set("Content-Type", contentSSE)
-			h.Set("Cache-Control", "no-cache")
+			h["Content-Type"] = headerSSE[:1:1]
+			h["Cache-Control"] = headerNoCache[:1:1]
 		case frameNDJSON:
-			h.Set("Content-Type", contentNDJSON)
+			h["Content-Type"] = headerNDJSON[:1:1]
 		default:
-			h.Set("Content-Type", contentJSON)
+			h["Content-Type"] = headerJSON[:1:1]
 		}
-		h.Set("X-Content-Type-Options", "nosniff")
+		h["X-Content-Type-Options"] = headerNosniff[:1:1]
 		o.w.WriteHeader(http.StatusOK)
 	}
 	n, err := o.w.Write(p)

@@ -151,7 +151,10 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 // call posts the call id, with header (nil for Header), and decodes the
 // result of its answer into dest (nil to drop it).
 func (c *HTTPClient) call(ctx context.Context, header http.Header, id int64, method string, raw []byte, dest any) error {
-	x, err := c.post(ctx, appendCall(nil, id, method, raw), c.accept(), header)
+	// The request's bytes are sized for the call, escapes in method
+	// aside, so that they take one allocation.
+	body := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":"","params":}`)+20+len(method)+len(raw))
+	x, err := c.post(ctx, appendCall(body, id, method, raw), c.accept(), header)
 	if err != nil {
 		return err
 	}
@@ -497,8 +500,19 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	req.Header.Set("Content-Type", contentJSON)
-	req.Header.Set("Accept", accept)
+	// The keys are canonical and the values shared, as Header.Set would
+	// store them but without an allocation each (see headerJSON).
+	req.Header["Content-Type"] = headerJSON[:1:1]
+	switch accept {
+	case contentJSON:
+		req.Header["Accept"] = headerJSON[:1:1]
+	case contentSSE:
+		req.Header["Accept"] = headerSSE[:1:1]
+	case headerJSONOrSSE[0]:
+		req.Header["Accept"] = headerJSONOrSSE[:1:1]
+	default:
+		req.Header.Set("Accept", accept)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -579,21 +593,20 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 	if limit <= 0 {
 		limit = defaultMaxMessageSize
 	}
-	var (
-		one   envelope
-		batch []envelope
-	)
+	sc := clientScratchPool.Get().(*clientScratch)
+	defer sc.put()
+	var batch []envelope
 	each := func(msg []byte) (bool, error) {
 		var kind lineKind
-		kind, batch = scanLine(msg, &one, batch, defaultMaxBatch)
+		kind, batch = scanLine(msg, &sc.one, batch, defaultMaxBatch)
 		switch kind {
 		case lineObject, lineBatch:
-			return f(&one, batch, kind)
+			return f(&sc.one, batch, kind)
 		}
 		return false, errMalformedResponse
 	}
 	var mr MessageReader // nil for plain JSON: the body is one message
-	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
+	switch mediaType(resp.Header.Get("Content-Type")) {
 	case contentSSE:
 		mr = &sseReader{lineScanner: lineScanner{r: bufio.NewReader(resp.Body), max: limit}}
 	case contentNDJSON:
@@ -612,11 +625,49 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 			return err
 		}
 	}
-	body, _, err := readBody(resp.Body, resp.ContentLength, limit, nil)
+	body, _, err := readBodyInto(sc.body, resp.Body, resp.ContentLength, limit, nil)
 	if err != nil {
 		return err
 	}
+	sc.body = body
 	x.eof = true
 	_, err = each(body)
 	return err
+}
+
+// mediaType returns the media type of a Content-Type, as
+// mime.ParseMediaType reads it, but without its allocations for the
+// types of the transport written plainly.
+func mediaType(ct string) string {
+	switch ct {
+	case contentJSON, contentSSE, contentNDJSON:
+		return ct
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt
+}
+
+// clientScratch is what an HTTPClient reads a response with, kept in a
+// pool between calls: the envelope of the message scanned, and the buffer
+// of a plain JSON body. Nothing of a response outlives its call: what a
+// call keeps (a result, an error's data) is decoded or copied out of it,
+// and OnNotify's request is valid only during its call.
+type clientScratch struct {
+	one  envelope
+	body []byte
+}
+
+var clientScratchPool = sync.Pool{New: func() any { return new(clientScratch) }}
+
+// maxPooledBody is the largest body buffer a clientScratch keeps.
+const maxPooledBody = 16 << 10
+
+// put returns sc to the pool, holding no slice of the response.
+func (sc *clientScratch) put() {
+	sc.one = envelope{}
+	if cap(sc.body) > maxPooledBody {
+		sc.body = nil
+	}
+	sc.body = sc.body[:0]
+	clientScratchPool.Put(sc)
 }

@@ -163,13 +163,13 @@ type transportEnd struct {
 // around each Read under a Framing.
 func (e *transportEnd) ReadMessage() ([]byte, error) {
 	lr := e.lr
-	if lr.beforeRead != nil && !lr.beforeRead() {
+	if lr.hooks != nil && !lr.hooks.beforeRead() {
 		lr.stopped = true
 		return nil, errReadStopped
 	}
 	msg, err := e.t.ReadMessage()
-	if lr.afterRead != nil {
-		lr.afterRead()
+	if lr.hooks != nil {
+		lr.hooks.afterRead()
 	}
 	return msg, err
 }

@@ -168,10 +168,17 @@ type Options struct {
 
 // config returns what o sets up for a connection. o may be nil.
 func (o *Options) config() *config {
+	cfg := new(config)
+	o.configInto(cfg)
+	return cfg
+}
+
+// configInto sets cfg to what o sets up for a connection. o may be nil.
+func (o *Options) configInto(cfg *config) {
 	if o == nil {
 		o = new(Options)
 	}
-	return &config{
+	*cfg = config{
 		handler:      o.Handler,
 		log:          o.Logger,
 		framing:      o.Framing,
@@ -223,11 +230,20 @@ type config struct {
 }
 
 func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
-	c := &conn{
+	c := new(conn)
+	initConn(c, newFramedWriter(cfg.framing, w), cfg, ctx, r, w)
+	return c
+}
+
+// initConn sets c, a zero conn, up as newConn does, with out as its
+// writer, for w: for a caller that allocates the conn and its parts in
+// one piece (ServeHTTP). cfg is not kept.
+func initConn(c *conn, out *lineWriter, cfg *config, ctx context.Context, r io.Reader, w io.Writer) {
+	*c = conn{
 		handler:    cfg.handler,
 		log:        cfg.log,
 		in:         cfg.in,
-		out:        newFramedWriter(cfg.framing, w),
+		out:        out,
 		r:          r,
 		w:          w,
 		maxBatch:   cfg.maxBatch,
@@ -249,7 +265,6 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 		},
 		finished: make(chan struct{}),
 		aborted:  make(chan struct{}),
-		readDone: make(chan struct{}),
 	}
 	if c.in == nil {
 		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
@@ -293,10 +308,8 @@ func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
 	c.live = 1 // the reader, which serve starts
 	c.cond.L = &c.mu
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.in.beforeRead = c.beforeRead
-	c.in.afterRead = c.afterRead
-	c.out.kick = c.flushFromReader
-	return c
+	c.in.hooks = c
+	c.out.kick = c
 }
 
 // discardLogger is the logger of a connection given none. It is never

@@ -23,10 +23,13 @@ func (c *conn) serve(ctx context.Context) error {
 	if c.in.mode == modeWhole {
 		// An HTTP body, read already, is served off its goroutine too,
 		// so that ServeHTTP can return after the grace period while a
-		// handler ignores its context; see growStack.
+		// handler ignores its context; see growStack. ServeHTTP made
+		// its reading role's state with the connection.
+		rs := c.firstRS
+		c.firstRS = nil
 		go func() {
 			growStack()
-			c.readLoop(newReadState(), false)
+			c.readLoop(rs, false)
 		}()
 	} else {
 		go c.readLoop(newReadState(), false)
@@ -149,12 +152,6 @@ func (c *conn) afterRead() {
 // another goroutine.
 func (c *conn) readLoop(rs *readState, detach bool) {
 	defer c.exit()
-	handedOn := false
-	defer func() {
-		if !handedOn {
-			c.readOnce.Do(func() { close(c.readDone) })
-		}
-	}()
 	c.reader.Store(rs)
 	if detach {
 		c.in.detach()
@@ -201,7 +198,6 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 			return
 		}
 		if !c.handleLine(rs, line) {
-			handedOn = true
 			return
 		}
 	}
@@ -257,7 +253,11 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	seq := rs.state.Load()>>stateSeq + 1
 	busy := seq<<stateSeq | stateBusy | u.order
 	rs.state.Store(busy)
-	c.arm()
+	if c.in.mode != modeWhole {
+		// An HTTP body is one line, on a goroutine of its own: nothing
+		// waits to be read behind it, so it needs no watchdog.
+		c.arm()
+	}
 	c.runUnit(u, rs)
 	if rs.state.CompareAndSwap(busy, seq<<stateSeq) {
 		if c.resumeN.Load() > 0 {

@@ -26,6 +26,7 @@ type method struct {
 	serialCall bool                  // and so are its calls
 	free       bool                  // its messages are outside the order: Order.Concurrent names it
 	route      atomic.Pointer[route] // the Mux's handler, when serving a Mux
+	first      route                 // the route looked up when it was learnt; never changed after
 	slow       atomic.Bool
 	fast       atomic.Int32 // quick runs in a row while slow
 	slowRuns   atomic.Int32 // timed inline runs in a row that were not quick
@@ -67,15 +68,42 @@ func (rs *readState) intern(c *conn, b []byte) *method {
 	if m, ok := rs.names[string(b)]; ok {
 		return m
 	}
+	if m := rs.last; m != nil && rs.names == nil && m.name == string(b) {
+		return m
+	}
 	return rs.learn(c, b)
 }
 
-// learn makes what is known of a method on its first message.
+// learn makes what is known of a method on its first message. The
+// method's handler in a Mux is looked up now, before anyone else sees
+// it, into the route the method holds for it.
 func (rs *readState) learn(c *conn, b []byte) *method {
-	m := &method{name: string(b)}
+	m := new(method)
+	if c.in.mode == modeWhole && len(b) > 0 {
+		m.name = c.str(rs, b) // the body is never reused
+	} else {
+		m.name = string(b)
+	}
 	m.serialNote = c.order.serial(m.name, true)
 	m.serialCall = c.order.serial(m.name, false)
 	m.free = c.order.concurrent[m.name]
+	if c.mux != nil {
+		m.first.table = c.mux.handlers.Load()
+		if m.first.table != nil {
+			m.first.handler = (*m.first.table)[m.name]
+		}
+		m.route.Store(&m.first)
+	}
+	if rs.names == nil {
+		// The reading role of an HTTP body keeps its methods only from
+		// the second on (a batch), so that a body of one request
+		// makes no map.
+		if rs.last == nil {
+			rs.last = m
+			return m
+		}
+		rs.names = map[string]*method{rs.last.name: rs.last}
+	}
 	if len(rs.names) < 1024 {
 		rs.names[m.name] = m
 	}

@@ -116,10 +116,16 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // config returns what the options of s set up for a connection.
 func (s *Server) config() *config {
-	cfg := s.Options.config()
+	cfg := new(config)
+	s.configInto(cfg)
+	return cfg
+}
+
+// configInto sets cfg to what the options of s set up for a connection.
+func (s *Server) configInto(cfg *config) {
+	s.Options.configInto(cfg)
 	cfg.encoders = &s.encoders
 	cfg.mem = s.memory()
-	return cfg
 }
 
 // memory returns the server's memory budget, nil if it has none.

@@ -60,11 +60,9 @@ type lineReader struct {
 	err     error
 	closed  atomic.Bool
 
-	// beforeRead and afterRead, if set, run around each call of Read on
-	// r, which may block: the server flushes its output before it. When
-	// beforeRead reports false, Read is not called and reading ends.
-	beforeRead func() bool
-	afterRead  func()
+	// hooks, if set, run around each call of Read on r, which may block
+	// (see readHooks).
+	hooks readHooks
 
 	// letGo is set when a large buffer, emptied, has been let go; the
 	// owner clears it once it has let go of its slices of that buffer.
@@ -198,13 +196,13 @@ func (lr *lineReader) fill() {
 		copy(nb, lr.buf[:lr.end])
 		lr.buf = nb
 	}
-	if lr.beforeRead != nil && !lr.beforeRead() {
+	if lr.hooks != nil && !lr.hooks.beforeRead() {
 		lr.err = errReadStopped
 		return
 	}
 	n, err := lr.r.Read(lr.buf[lr.end:])
-	if lr.afterRead != nil {
-		lr.afterRead()
+	if lr.hooks != nil {
+		lr.hooks.afterRead()
 	}
 	if n < 0 || n > len(lr.buf)-lr.end {
 		n, err = 0, errors.New("jsonrpc: reader returned an invalid count")
@@ -305,7 +303,23 @@ type lineWriter struct {
 	// goroutine when a line added without flush fills the buffer past
 	// flushThreshold: a connection's reader must never block in Write,
 	// or two peers that both write could wait on each other for ever.
-	kick func()
+	kick kicker
+}
+
+// A kicker has a writer's buffered output written without blocking its
+// caller: a connection, whose flushFromReader does it (an interface
+// rather than a method value, which would cost an allocation per
+// connection).
+type kicker interface{ flushFromReader() }
+
+// readHooks run around each call of Read on a lineReader's r, which may
+// block: the server flushes its output before it. When beforeRead reports
+// false, Read is not called and reading ends. A connection implements
+// them (an interface rather than two method values, which would cost two
+// allocations per connection).
+type readHooks interface {
+	beforeRead() bool
+	afterRead()
 }
 
 const (
@@ -363,7 +377,7 @@ func (lw *lineWriter) append(add func([]byte) []byte, flush bool) error {
 		if kick := lw.kick; !over || kick != nil {
 			lw.mu.Unlock()
 			if over {
-				kick() // the owner writes on a goroutine of its own
+				kick.flushFromReader() // the owner writes on a goroutine of its own
 			}
 			return nil
 		}
@@ -395,7 +409,7 @@ func (lw *lineWriter) appendNow(add func([]byte) []byte) {
 	}
 	lw.mu.Unlock()
 	if over {
-		kick()
+		kick.flushFromReader()
 	}
 }
 

@@ -11,6 +11,7 @@ package jsonrpc
 import (
 	"bytes"
 	"log/slog"
+	"unsafe"
 )
 
 // unit is the work of one line: a single request, or the entries of a
@@ -92,7 +93,7 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 		// code and message; the reason goes to the log.
 		c.log.Debug("jsonrpc: invalid request", slog.String("reason", why))
 		u.tasks = append(u.tasks, task{preErr: ErrInvalidRequest})
-		u.tasks[len(u.tasks)-1].req.ID = ID{raw: rs.arena.str(e.replyID())}
+		u.tasks[len(u.tasks)-1].req.ID = ID{raw: c.str(rs, e.replyID())}
 		return
 	}
 	u.tasks = append(u.tasks, task{})
@@ -119,7 +120,7 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	}
 	t.req.Method = t.method.name
 	if e.id != nil {
-		t.req.ID = ID{raw: rs.arena.str(e.id)}
+		t.req.ID = ID{raw: c.str(rs, e.id)}
 	}
 	t.req.Params = e.params
 	t.params = e.params
@@ -185,4 +186,14 @@ func (es *encoders) release(t *task) {
 		es.put(t.enc)
 		t.enc = nil
 	}
+}
+
+// str returns b, part of a line read, as a string that stays valid once
+// the read buffer is reused: a copy in rs's arena, or, for an HTTP body,
+// which is never reused, b's own bytes.
+func (c *conn) str(rs *readState, b []byte) string {
+	if c.in.mode == modeWhole && len(b) > 0 {
+		return unsafe.String(&b[0], len(b))
+	}
+	return rs.arena.str(b)
 }
