@@ -12,6 +12,13 @@
 #                 which leaves out cmd/ours, and does not build ../cmd/jsonrpc-demo)
 #   REPS, BIG_REPS, COUNT, BENCHTIME   override the full-run repetitions
 #   BENCHSTAT     benchstat command (default: go run of a pinned x/perf version)
+#   RESULTS       also keep the raw results of this run in this file
+#   BASELINE      the RESULTS file of an earlier run: checks that every figure
+#                 of ours stays within 5% of it (else that target is skipped)
+#
+# The run ends with the check of the performance targets, one line each:
+# PASS, MISS, n/a (figures missing) or SKIP. A missed target does not fail
+# the run, in either mode; a target without its figures fails both.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -99,11 +106,31 @@ go test "${tags[@]}" -run '^$' -bench . -skip "$net_benchmarks" -count="$count" 
 }
 run_net_benchmarks
 
+if [ -n "${RESULTS:-}" ]; then
+	cat "$tmp/process.txt" "$tmp/inproc.txt" >"$RESULTS"
+fi
+baseline_args=()
+if [ -n "${BASELINE:-}" ]; then
+	baseline_args=(-baseline "$BASELINE")
+fi
+
+# The charts go into charts/ on a full run, for BENCHMARKS.md and the
+# README; a quick run draws them in the temporary directory, to see that
+# the drawing still works.
+charts="$here/charts"
+if [ "$quick" = 1 ]; then
+	charts="$tmp/charts"
+fi
+
 log "report"
-"$tmp/bin/report" -check -md "$tmp/table.md" -targets "$tmp/targets.md" "$tmp/process.txt" "$tmp/inproc.txt"
+"$tmp/bin/report" -check -md "$tmp/table.md" -targets "$tmp/targets.md" -charts "$charts" "${baseline_args[@]}" \
+	"$tmp/process.txt" "$tmp/inproc.txt" | tee "$tmp/report.txt"
 
 if [ "$quick" = 1 ]; then
-	log "quick run done (no file written)"
+	# Its figures come from tiny workloads run once, so no target is
+	# judged on them: the checks are printed above, and the run fails
+	# only if one lacks its figures (report -check).
+	log "quick run done (no file written; the targets above are not judged on a quick run)"
 	exit 0
 fi
 
@@ -221,7 +248,7 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	echo "\$TMP/bin/procbench -bin \$TMP/bin -data \$TMP/data -impls $impls -reps $reps -bigreps $big_reps >\$TMP/process.txt"
 	echo "go test ${tags[*]:+${tags[*]} }-run '^\$' -bench . -skip '$net_benchmarks' -count=$count -benchtime=$benchtime . >\$TMP/inproc.txt"
 	echo "for i in \$(seq $count); do go test ${tags[*]:+${tags[*]} }-run '^\$' -bench '$net_benchmarks' -count=1 -benchtime=$benchtime . ; done >>\$TMP/inproc.txt"
-	echo "\$TMP/bin/report -check \$TMP/process.txt \$TMP/inproc.txt"
+	echo "\$TMP/bin/report -check -charts charts \$TMP/process.txt \$TMP/inproc.txt"
 	echo "cat \$TMP/process.txt \$TMP/inproc.txt >\$TMP/all.txt && $benchstat_cmd -confidence 0.9 \$TMP/all.txt"
 	echo '```'
 	if [ "$skip_ours" = 1 ]; then
@@ -233,9 +260,19 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	echo
 	cat "$tmp/table.md"
 	echo
+	echo "## Charts"
+	echo
+	echo "The medians above, drawn by \\`report -charts\\` ([charts/](charts/)); every scale is logarithmic."
+	echo
+	echo "![Whole process: wall time ÷ the floor's](charts/process-ratio.svg)"
+	echo "![In process: time per request ÷ the floor's](charts/inprocess-ratio.svg)"
+	echo "![Peak RSS](charts/rss.svg)"
+	echo "![Round trip over io.Pipe](charts/roundtrip.svg)"
+	echo "![HTTP round trip](charts/http.svg)"
+	echo
 	echo "## Targets"
 	echo
-	echo "The performance issue's targets for our library, checked against the medians above."
+	echo "The performance issues' targets for our library (issue 20's first, then those of earlier issues that still stand), checked against the medians above. PASS or MISS; SKIP: not checked in this run."
 	echo
 	cat "$tmp/targets.md"
 	echo
@@ -312,4 +349,6 @@ EOF
 	echo
 	echo "</details>"
 } >BENCHMARKS.md
-log "wrote BENCHMARKS.md (total ${elapsed}s)"
+log "wrote BENCHMARKS.md and charts/ (total ${elapsed}s)"
+echo
+sed -n '/^== Targets/,$p' "$tmp/report.txt"
