@@ -15,6 +15,10 @@
 #   RESULTS       also keep the raw results of this run in this file
 #   BASELINE      the RESULTS file of an earlier run: checks that every figure
 #                 of ours stays within 5% of it (else that target is skipped)
+#   FROM          a RESULTS file of a full run: runs no benchmark, but renders
+#                 its figures again (table, targets, charts, BENCHMARKS.md, with
+#                 the profiles and benchstat made anew), e.g. after a change
+#                 to the report or to the notes
 #
 # The run ends with the check of the performance targets, one line each:
 # PASS, MISS, n/a (figures missing) or SKIP. A missed target does not fail
@@ -22,6 +26,17 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# The files named by RESULTS, BASELINE and FROM are relative to where the
+# script was started from.
+abspath() {
+	case "$1" in
+	/* | "") echo "$1" ;;
+	*) echo "$PWD/$1" ;;
+	esac
+}
+RESULTS="$(abspath "${RESULTS:-}")"
+BASELINE="$(abspath "${BASELINE:-}")"
+FROM="$(abspath "${FROM:-}")"
 cd "$here"
 
 quick="${QUICK:-0}"
@@ -74,13 +89,6 @@ if [ "$skip_ours" != 1 ]; then
 	(cd .. && go build -o "$tmp/bin/jsonrpc-demo" ./cmd/jsonrpc-demo)
 fi
 
-log "generating workloads (scale $scale)"
-"$tmp/bin/gen" -dir "$tmp/data" -scale "$scale"
-
-log "whole-process benchmarks ($reps runs each, $big_reps for W5big)"
-"$tmp/bin/procbench" -bin "$tmp/bin" -data "$tmp/data" \
-	-impls "$impls" -reps "$reps" -bigreps "$big_reps" >"$tmp/process.txt"
-
 # The network round trips (net_test.go: HTTP and a TCP socket on loopback)
 # run apart from the other in-process benchmarks: one go test per pass, so
 # that the implementations take turns and the machine's load, which drifts,
@@ -99,15 +107,44 @@ run_net_benchmarks() {
 	cat "$tmp/net.txt" >>"$tmp/inproc.txt"
 }
 
-log "in-process benchmarks (-count=$count -benchtime=$benchtime)"
-go test "${tags[@]}" -run '^$' -bench . -skip "$net_benchmarks" -count="$count" -benchtime="$benchtime" . "${test_args[@]}" >"$tmp/inproc.txt" || {
-	cat "$tmp/inproc.txt" >&2
-	exit 1
+run_benchmarks() {
+	log "generating workloads (scale $scale)"
+	"$tmp/bin/gen" -dir "$tmp/data" -scale "$scale"
+
+	log "whole-process benchmarks ($reps runs each, $big_reps for W5big)"
+	"$tmp/bin/procbench" -bin "$tmp/bin" -data "$tmp/data" \
+		-impls "$impls" -reps "$reps" -bigreps "$big_reps" >"$tmp/process.txt"
+
+	log "in-process benchmarks (-count=$count -benchtime=$benchtime)"
+	go test "${tags[@]}" -run '^$' -bench . -skip "$net_benchmarks" -count="$count" -benchtime="$benchtime" . "${test_args[@]}" >"$tmp/inproc.txt" || {
+		cat "$tmp/inproc.txt" >&2
+		exit 1
+	}
+	run_net_benchmarks
 }
-run_net_benchmarks
+
+from="${FROM:-}"
+if [ -n "$from" ] && [ "$quick" = 1 ]; then
+	echo "FROM renders a full run's results; it does not go with a quick run" >&2
+	exit 2
+fi
+
+if [ -n "$from" ]; then
+	# The first line of a RESULTS file says how long its benchmarks took.
+	log "no benchmark run: the figures of $from (FROM)"
+	bench_seconds="$(sed -n '1s/^# bench\/run.sh: the benchmarks took \([0-9]*\)s.*/\1/p' "$from")"
+	grep '^BenchmarkProcess/' "$from" >"$tmp/process.txt"
+	grep -v '^BenchmarkProcess/' "$from" >"$tmp/inproc.txt"
+else
+	run_benchmarks
+	bench_seconds=$((SECONDS - started))
+fi
 
 if [ -n "${RESULTS:-}" ]; then
-	cat "$tmp/process.txt" "$tmp/inproc.txt" >"$RESULTS"
+	{
+		echo "# bench/run.sh: the benchmarks took ${bench_seconds}s, $(date -u '+%Y-%m-%d %H:%M UTC')"
+		cat "$tmp/process.txt" "$tmp/inproc.txt"
+	} >"$RESULTS"
 fi
 baseline_args=()
 if [ -n "${BASELINE:-}" ]; then
@@ -233,7 +270,11 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	echo "- CPU: ${cpu_model:-unknown}"
 	echo "- Go: $(go version | sed 's/^go version //')"
 	echo "- OS: $(uname -sr)"
-	echo "- run took ${elapsed}s; the machine is shared, so compare ratios rather than absolute figures"
+	if [ -n "$from" ]; then
+		echo "- the benchmarks took ${bench_seconds:-an unknown number of }s; this page was rendered again from their kept results (FROM); the machine is shared, so compare ratios rather than absolute figures"
+	else
+		echo "- run took ${elapsed}s; the machine is shared, so compare ratios rather than absolute figures"
+	fi
 	echo
 	echo "## Commands"
 	echo
@@ -262,7 +303,7 @@ cpu_model="$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'
 	echo
 	echo "## Charts"
 	echo
-	echo "The medians above, drawn by \\`report -charts\\` ([charts/](charts/)); every scale is logarithmic."
+	echo "The medians above, drawn by \`report -charts\` ([charts/](charts/)); all but the HTTP chart on log scales."
 	echo
 	echo "![Whole process: wall time ÷ the floor's](charts/process-ratio.svg)"
 	echo "![In process: time per request ÷ the floor's](charts/inprocess-ratio.svg)"
