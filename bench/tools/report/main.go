@@ -1,16 +1,22 @@
 // Command report reads Go benchmark output (from go test -bench and from
 // procbench), takes the median of each figure over its runs, and prints one
 // table in which every figure is also shown as a ratio to the floor (×F)
-// and to the fastest of the three peer libraries (×P).
+// and to the fastest of the three peer libraries (×P), then the check of
+// the performance targets for our library, one line each: PASS, MISS, n/a
+// (its figures are missing) or SKIP (not checked).
 //
-//	report [-check] [-md FILE] [-targets FILE] FILE...
+//	report [-check] [-md FILE] [-targets FILE] [-baseline FILE] [-charts DIR] FILE...
 //
-// The plain-text table goes to standard output; -md also writes it as a
-// Markdown table, and -targets writes the check of the performance targets
-// for our library (a Markdown table with yes/no for each). With -check,
-// report fails if a figure is missing: every implementation in the input
-// must have, for every workload it supports, its whole-process figures (if
-// the input holds any) and its in-process ones (likewise).
+// The plain-text table and the checks go to standard output; -md also
+// writes the table as Markdown, -targets the checks as a Markdown table,
+// and -charts the main figures as SVG charts into DIR. -baseline names
+// the results of an earlier run (the same kind of output), against which
+// the target "every figure within 5% of before" is checked; without it
+// that target is skipped. With -check, report fails if a figure is
+// missing: every implementation in the input must have, for every
+// workload it supports, its whole-process figures (if the input holds
+// any) and its in-process ones (likewise), and every target must have its
+// figures. A missed target does not fail it.
 package main
 
 import (
@@ -165,6 +171,8 @@ func ratio(v, base float64, ok bool) string {
 func main() {
 	mdPath := flag.String("md", "", "also write the table as Markdown to this file")
 	targetsPath := flag.String("targets", "", "also write the check of the performance targets as Markdown to this file")
+	baselinePath := flag.String("baseline", "", "results of an earlier run, for the target that every figure stays within 5% of before")
+	chartsDir := flag.String("charts", "", "also draw the main figures as SVG charts into this directory")
 	check := flag.Bool("check", false, "fail if an implementation lacks the figures of a workload it supports")
 	flag.Parse()
 	s := samples{}
@@ -249,10 +257,29 @@ func main() {
 	fmt.Println(legend)
 	printTwoWay(os.Stdout, s, false)
 	printNet(os.Stdout, s, false)
-	if *targetsPath != "" {
-		if err := writeTargets(*targetsPath, s); err != nil {
+	if *chartsDir != "" {
+		if err := drawCharts(*chartsDir, s); err != nil {
 			fatal(err)
 		}
+	}
+	c := &checker{s: s, base: samples{}}
+	if *baselinePath != "" {
+		f, err := os.Open(*baselinePath)
+		if err != nil {
+			fatal(err)
+		}
+		err = parse(f, c.base)
+		f.Close()
+		if err != nil {
+			fatal(err)
+		}
+	}
+	hasOurs := false
+	for _, im := range impls {
+		hasOurs = hasOurs || im.Name == "ours"
+	}
+	if hasOurs {
+		c.check()
 	}
 	if *mdPath != "" {
 		f, err := os.Create(*mdPath)
@@ -267,6 +294,23 @@ func main() {
 		if err := f.Close(); err != nil {
 			fatal(err)
 		}
+	}
+	if *targetsPath != "" {
+		if err := writeChecksMarkdown(*targetsPath, c.out); err != nil {
+			fatal(err)
+		}
+	}
+	fmt.Println()
+	if !hasOurs {
+		fmt.Println("== Targets: not checked, the input has no figures of ours")
+		return
+	}
+	fmt.Println("== Targets")
+	printChecks(os.Stdout, c.out)
+	n := summary(c.out)
+	fmt.Printf("%d PASS, %d MISS, %d n/a, %d SKIP\n", n["PASS"], n["MISS"], n["n/a"], n["SKIP"])
+	if *check && n["n/a"] > 0 {
+		fatal(fmt.Errorf("%d targets lack their figures", n["n/a"]))
 	}
 }
 
@@ -358,122 +402,4 @@ func printMarkdown(w io.Writer, header []string, table [][]string, groups []stri
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "report:", err)
 	os.Exit(1)
-}
-
-// target is one of the performance issue's targets for our library, as a
-// limit on one figure's ratio to a reference (the floor, or the fastest
-// peer) or on its value.
-type target struct {
-	what  string
-	bench string // benchmark name without the implementation
-	unit  string
-	ref   string  // "floor", "peer", or "" for an absolute limit
-	limit float64 // the figure, or its ratio to ref, must be at most this
-	show  string  // how the limit reads
-}
-
-var targets = []target{
-	{"W1 echo, whole process: time", "Process/W1echo", "ns/op", "floor", 1.3, "≤ 1.3×F"},
-	{"W1 echo, in process: time", "Server/W1echo", "ns/req", "floor", 1.3, "≤ 1.3×F"},
-	{"W1 echo, in process: allocations per request (raw handler)", "Server/W1echo", "allocs/req", "", 0.05, "≤ 0.05 (none per request)"},
-	{"W3 batch, whole process: time", "Process/W3batch", "ns/op", "floor", 2, "≤ 2×F"},
-	{"W4 notifications, whole process: time", "Process/W4notify", "ns/op", "floor", 2, "≤ 2×F"},
-	{"W4 notifications, in process: time", "Server/W4notify", "ns/req", "floor", 2, "≤ 2×F"},
-	{"W2 typed (encoding/json), in process: time", "Server/W2typed", "ns/req", "floor", 3, "≤ 3×F"},
-	{"W2 typed (encoding/json), in process: allocations per request", "Server/W2typed", "allocs/req", "", 10, "≤ 10"},
-	{"W5 big, whole process: time (bytes/s at least half the floor's)", "Process/W5big", "ns/op", "floor", 2, "≤ 2×F"},
-	{"W5 big, in process: time (bytes/s at least half the floor's)", "Server/W5big", "ns/req", "floor", 2, "≤ 2×F"},
-	{"W5 big, in process: peak heap (at most 3× the 256 KiB message)", "Server/W5big", "peak-heap-MiB", "", 0.75, "≤ 0.75 MiB"},
-	{"round trip, one caller: time per call", "RoundTrip/seq", "ns/call", "floor", 1.5, "≤ 1.5×F"},
-	{"round trip, 64 callers: time per call", "RoundTrip/par64", "ns/call", "floor", 1, "≤ 1×F"},
-	{"round trip, one caller: allocations per call", "RoundTrip/seq", "allocs/call", "", 8, "≤ 8"},
-	{"round trip, 64 callers: allocations per call", "RoundTrip/par64", "allocs/call", "", 8, "≤ 8"},
-	{"round trip, 64 callers: time per call (calls/s at least 3× the fastest peer's)", "RoundTrip/par64", "ns/call", "peer", 1.0 / 3, "≤ P/3"},
-}
-
-// scaleTarget is a target on how our library's rate (MB/s of input) on a
-// Scan input holds up from the smaller string length to the larger: the
-// time per byte at the larger, divided by the time per byte at the smaller
-// (the smaller's rate divided by the larger's), must be at most limit.
-type scaleTarget struct {
-	what         string
-	small, large string // benchmark names without the implementation
-	limit        float64
-	show         string
-}
-
-// scaleTargets are the Scan targets: for every input, the 16 MiB string
-// is served at no less than half the bytes per second of the 1 MiB one.
-var scaleTargets = func() []scaleTarget {
-	var ts []scaleTarget
-	small, large := suite.ScanSizes[0], suite.ScanSizes[len(suite.ScanSizes)-1]
-	for _, in := range suite.ScanInputs {
-		ts = append(ts, scaleTarget{
-			what:  fmt.Sprintf("Scan%s, in process: time per byte at %s over that at %s (bytes/s at least half)", in.Name, large.Name, small.Name),
-			small: "Server/" + in.BenchName(small),
-			large: "Server/" + in.BenchName(large),
-			limit: 2,
-			show:  "≤ 2×",
-		})
-	}
-	return ts
-}()
-
-// writeTargets writes, for each target, what our library measured and
-// whether the target is met.
-func writeTargets(path string, s samples) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(f, "| target | limit | ours | met |")
-	fmt.Fprintln(f, "| --- | --- | ---: | :---: |")
-	for _, t := range targets {
-		ours, ok := median(s[t.bench+"/ours"][t.unit])
-		if !ok {
-			fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
-			continue
-		}
-		value, shown := ours, num(ours)
-		switch t.ref {
-		case "floor":
-			base, ok := median(s[t.bench+"/floor"][t.unit])
-			if !ok || base == 0 {
-				fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
-				continue
-			}
-			value, shown = ours/base, ratio(ours, base, true)+"×F"
-		case "peer":
-			best := math.Inf(1)
-			for _, im := range suite.Impls {
-				if v, ok := median(s[t.bench+"/"+im.Name][t.unit]); ok && im.Peer && v < best {
-					best = v
-				}
-			}
-			if math.IsInf(best, 1) {
-				fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
-				continue
-			}
-			value, shown = ours/best, ratio(ours, best, true)+"×P"
-		}
-		met := "no"
-		if value <= t.limit {
-			met = "yes"
-		}
-		fmt.Fprintf(f, "| %s | %s | %s | %s |\n", t.what, t.show, shown, met)
-	}
-	for _, t := range scaleTargets {
-		small, ok1 := median(s[t.small+"/ours"]["MB/s"])
-		large, ok2 := median(s[t.large+"/ours"]["MB/s"])
-		if !ok1 || !ok2 || large == 0 {
-			fmt.Fprintf(f, "| %s | %s | n/a | – |\n", t.what, t.show)
-			continue
-		}
-		met := "no"
-		if small/large <= t.limit {
-			met = "yes"
-		}
-		fmt.Fprintf(f, "| %s | %s | %s× (%s → %s MB/s) | %s |\n", t.what, t.show, ratio(small, large, true), num(small), num(large), met)
-	}
-	return f.Close()
 }
