@@ -174,11 +174,11 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // Func(fn, LaxParams).
 //
 // Strict params of the common shapes (structs, slices, arrays, maps and
-// pointers of numbers, strings and bools, with encoding/json's rules for
-// field names) are decoded without encoding/json, straight from the input
-// the connection has checked, to the same value; anything else, and any
-// params that would be refused, go through encoding/json, so the errors
-// are its own.
+// pointers of numbers, strings, bools, empty interfaces and
+// json.RawMessages, with encoding/json's rules for field names) are
+// decoded without encoding/json, straight from the input the connection
+// has checked, to the same value; anything else, and any params that
+// would be refused, go through encoding/json, so the errors are its own.
 func Func[P, R any](fn func(ctx context.Context, params P) (R, error), opts ...ParamsOption) Handler {
 	return &funcHandler[P, R]{fn: fn, rules: rulesFor(reflect.TypeFor[P](), opts)}
 }

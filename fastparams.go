@@ -1,19 +1,23 @@
 package jsonrpc
 
 // This file holds the direct decoder of params: for the common shapes of
-// a handler's params (structs of numbers, strings and bools, and the
-// slices, arrays, maps, pointers and structs made of them), a decoder
-// built once per type reads input the scanner has validated in one pass,
-// applies the strict rules (strict.go) as it goes, and stores each value
-// straight into the Go value, where encoding/json would scan the input
-// again and look each field up by reflection.
+// a handler's params (structs of numbers, strings, bools, empty
+// interfaces and json.RawMessages, and the slices, arrays, maps, pointers
+// and structs made of them), a decoder built once per type reads input
+// the scanner has validated in one pass, applies the strict rules
+// (strict.go) as it goes, and stores each value straight into the Go
+// value, where encoding/json would scan the input again and look each
+// field up by reflection. Members that name no field are skipped, as
+// encoding/json skips them, once the strict check has found no name
+// repeated in them.
 //
 // It takes only input that it can decode exactly as the strict check
 // followed by encoding/json would, with the same value: a value of the
-// wrong kind, a number out of range, an escaped or unknown member name, a
-// duplicate, a member of a type it does not decode (an any, a
-// json.RawMessage, a type with an UnmarshalJSON or UnmarshalText method,
-// a []byte, a json.Number, a field with the string option or behind an
+// wrong kind, a number out of range, an escaped member name, a name given
+// twice, more than a few unknown members in one object, a member of a type
+// it does not decode (an interface with methods, a type with an
+// UnmarshalJSON or UnmarshalText method other than json.RawMessage, a
+// []byte, a json.Number, a field with the string option or behind an
 // embedded pointer) all make it give up, and the params are decoded from
 // the start by that path, which says what is wrong. Giving up costs the
 // work done so far; the errors, and everything the direct decoder does
@@ -21,6 +25,7 @@ package jsonrpc
 // target FuzzDirectParams holds the two paths to the same results.
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
 	"strconv"
@@ -73,6 +78,8 @@ const (
 	dirArray
 	dirPointer
 	dirMap
+	dirAny // an empty interface
+	dirRaw // json.RawMessage
 )
 
 // A directField is a field of a struct: its JSON name, where it lies in
@@ -84,8 +91,9 @@ type directField struct {
 }
 
 var (
-	directs   sync.Map   // reflect.Type → *direct, nil for a type not taken
-	directsMu sync.Mutex // held while decoders are built
+	directs    sync.Map   // reflect.Type → *direct, nil for a type not taken
+	directsMu  sync.Mutex // held while decoders are built
+	rawMessage = reflect.TypeFor[json.RawMessage]()
 )
 
 // directFor returns the decoder of t, or nil if the direct decoder does
@@ -121,6 +129,9 @@ func (b *directBuilder) build(t reflect.Type) *direct {
 	}
 	if d, ok := b.built[t]; ok {
 		return d // t contains itself; d is being built
+	}
+	if t == rawMessage {
+		return &direct{kind: dirRaw, typ: t}
 	}
 	if decodesItself(t) || t.Kind() == reflect.String && t.PkgPath() == "encoding/json" && t.Name() == "Number" {
 		b.failed = true
@@ -200,7 +211,13 @@ func (b *directBuilder) build(t reflect.Type) *direct {
 				d.byName[f.name] = i
 			}
 		}
-	default: // interfaces, and what encoding/json cannot decode
+	case reflect.Interface:
+		if t.NumMethod() != 0 {
+			b.failed = true // encoding/json can decode only into what it points to
+			return nil
+		}
+		d.kind = dirAny
+	default: // what encoding/json cannot decode
 		b.failed = true
 		return nil
 	}
@@ -218,8 +235,9 @@ func decodeDirect(params []byte, d *direct, p unsafe.Pointer) bool {
 
 // A directReader decodes one input.
 type directReader struct {
-	b     []byte
-	depth int
+	b       []byte
+	depth   int
+	unknown bool // a member that names no field was skipped
 }
 
 // value decodes the value that starts at r.b[i] into the zero value at p
@@ -227,10 +245,12 @@ type directReader struct {
 func (r *directReader) value(i int, d *direct, p unsafe.Pointer) (int, bool) {
 	b := r.b
 	c := b[i]
-	if c == 'n' {
+	switch {
+	case d.kind >= dirAny:
+		return r.dynamic(i, d, p)
+	case c == 'n':
 		return i + len("null"), true // the value is zero already
-	}
-	if d.kind == dirPointer {
+	case d.kind == dirPointer:
 		return r.pointer(i, d, p)
 	}
 	switch {
@@ -272,6 +292,22 @@ func (r *directReader) value(i int, d *direct, p unsafe.Pointer) (int, bool) {
 	}
 	end := skipNumber(b, i)
 	return end, storeNumber(b[i:end], d, p)
+}
+
+// dynamic decodes the value at r.b[i] into the empty interface or the
+// json.RawMessage at p. A RawMessage takes null too: encoding/json hands
+// it "null".
+func (r *directReader) dynamic(i int, d *direct, p unsafe.Pointer) (int, bool) {
+	if d.kind == dirAny {
+		v, end, ok := r.anyValue(i)
+		*(*any)(p) = v
+		return end, ok
+	}
+	end, ok := r.skip(i)
+	if ok {
+		*(*json.RawMessage)(p) = append(json.RawMessage(nil), r.b[i:end]...)
+	}
+	return end, ok
 }
 
 // pointer decodes a value other than null into a new value pointed to
@@ -436,18 +472,37 @@ func (r *directReader) object(i int, d *direct, p unsafe.Pointer) (int, bool) {
 		return i + 1, true
 	}
 	var seen uint64
+	var unknown [maxUnknown]uint64 // the names that are no field's, as spans of b
+	nu := 0
 	for {
 		name, j, ok := r.name(i)
 		if !ok {
 			return 0, false
 		}
 		k := d.field(name)
-		if k < 0 || seen&(1<<k) != 0 {
-			return 0, false // unknown, or given twice
+		if k < 0 {
+			// Ignored, as encoding/json ignores it, if neither its name
+			// nor any name in its value is given twice.
+			for _, u := range unknown[:nu] {
+				if string(b[u>>32:u&(1<<32-1)]) == string(name) {
+					return 0, false
+				}
+			}
+			if nu == maxUnknown || j >= 1<<32 {
+				return 0, false
+			}
+			unknown[nu], nu = uint64(i+1)<<32|uint64(i+1+len(name)), nu+1 // name is b[i+1:]
+			r.unknown = true
+			i, ok = r.skip(j)
+		} else {
+			if seen&(1<<k) != 0 {
+				return 0, false // given twice
+			}
+			seen |= 1 << k
+			f := &d.fields[k]
+			i, ok = r.value(j, f.dec, unsafe.Add(p, f.offset))
 		}
-		seen |= 1 << k
-		f := &d.fields[k]
-		if i, ok = r.value(j, f.dec, unsafe.Add(p, f.offset)); !ok {
+		if !ok {
 			return 0, false
 		}
 		more := false
@@ -532,8 +587,7 @@ func (r *directReader) mapObject(i int, d *direct, p unsafe.Pointer) (int, bool)
 
 // array decodes an array into the slice or array at p: a slice grows as
 // encoding/json grows it, and elements past the end of an array are
-// skipped if they are not arrays or objects (whose names would need
-// checking).
+// skipped.
 func (r *directReader) array(i int, d *direct, p unsafe.Pointer) (int, bool) {
 	if !r.enter() {
 		return 0, false
@@ -567,7 +621,7 @@ func (r *directReader) array(i int, d *direct, p unsafe.Pointer) (int, bool) {
 		if ep != nil {
 			i, ok = r.value(i, d.elem, ep)
 		} else {
-			i, ok = skipScalar(b, i)
+			i, ok = r.skip(i)
 		}
 		if !ok {
 			return 0, false
@@ -579,12 +633,15 @@ func (r *directReader) array(i int, d *direct, p unsafe.Pointer) (int, bool) {
 	}
 }
 
-// skipScalar returns the index just past the value at b[i] if it is not
-// an array or an object.
-func skipScalar(b []byte, i int) (int, bool) {
+// maxUnknown is how many members of one object that name no field the
+// direct decoder skips; past that, it gives up.
+const maxUnknown = 8
+
+// skip returns the index just past the value at r.b[i], which is not
+// decoded, once the strict check has found no name given twice in it.
+func (r *directReader) skip(i int) (int, bool) {
+	b := r.b
 	switch b[i] {
-	case '{', '[':
-		return 0, false
 	case '"':
 		end, _ := skipString(b, i)
 		return end, true
@@ -592,8 +649,89 @@ func skipScalar(b []byte, i int) (int, bool) {
 		return i + len("true"), true
 	case 'f':
 		return i + len("false"), true
+	case '{', '[':
+		end, ok := scanValue(b, i)
+		// Checked on its own, the value must not be deep enough to pass
+		// where the whole input, nested deeper, would not.
+		if !ok || r.depth+(end-i)/2+1 >= maxStrictDepth {
+			return 0, false
+		}
+		if _, err := strictInput(b[i:end], nil, true, nil); err != nil {
+			return 0, false
+		}
+		return end, true
 	}
 	return skipNumber(b, i), true
+}
+
+// anyValue decodes the value at r.b[i] as encoding/json decodes it into
+// an empty interface: an object into a map[string]any, an array into a
+// []any, a number into a float64.
+func (r *directReader) anyValue(i int) (any, int, bool) {
+	b := r.b
+	switch c := b[i]; c {
+	case 'n':
+		return nil, i + len("null"), true
+	case 't':
+		return true, i + len("true"), true
+	case 'f':
+		return false, i + len("false"), true
+	case '"':
+		end, escaped := skipString(b, i)
+		if !escaped {
+			return string(b[i+1 : end-1]), end, true
+		}
+		s, ok := unquoteDirect(b[i+1 : end-1])
+		return s, end, ok
+	case '{', '[':
+		if !r.enter() {
+			return nil, 0, false
+		}
+		defer r.leave()
+		i = skipWS(b, i+1)
+		if c == '[' {
+			a := make([]any, 0)
+			if b[i] == ']' {
+				return a, i + 1, true
+			}
+			for {
+				v, end, ok := r.anyValue(i)
+				if !ok {
+					return nil, 0, false
+				}
+				a = append(a, v)
+				more := false
+				if i, more = r.next(end); !more {
+					return a, i, true
+				}
+			}
+		}
+		m := make(map[string]any)
+		if b[i] == '}' {
+			return m, i + 1, true
+		}
+		for {
+			name, j, ok := r.name(i)
+			if !ok {
+				return nil, 0, false
+			}
+			if _, dup := m[string(name)]; dup {
+				return nil, 0, false
+			}
+			v, end, ok := r.anyValue(j)
+			if !ok {
+				return nil, 0, false
+			}
+			m[string(name)] = v
+			more := false
+			if i, more = r.next(end); !more {
+				return m, i, true
+			}
+		}
+	}
+	end := skipNumber(b, i)
+	f, err := strconv.ParseFloat(unsafe.String(&b[i], end-i), 64)
+	return f, end, err == nil
 }
 
 // unquoteDirect decodes the contents of a valid JSON string that holds

@@ -111,7 +111,7 @@ type directShape struct {
 	fresh  func() any
 	func_  func(b []byte, valid bool) (any, error)
 	before func(b []byte, valid bool) (any, error)
-	direct func(b []byte) (any, bool)
+	direct func(b []byte) (v any, ok, unknown bool) // unknown: members that name no field were skipped
 }
 
 func directShapeOf[T any](name string) directShape {
@@ -131,12 +131,14 @@ func directShapeOf[T any](name string) directShape {
 			p := new(T)
 			return p, dsBefore.decode(b, p, valid, before)
 		},
-		direct: func(b []byte) (any, bool) {
+		direct: func(b []byte) (any, bool, bool) {
 			p := new(T)
 			if rules.direct == nil || !validParams(b) {
-				return p, false
+				return p, false, false
 			}
-			return p, decodeDirect(b, rules.direct, unsafe.Pointer(p))
+			r := directReader{b: b}
+			_, ok := r.value(skipWS(b, 0), rules.direct, unsafe.Pointer(p))
+			return p, ok, r.unknown
 		},
 	}
 }
@@ -178,12 +180,16 @@ var directSeeds = []string{
 	`{"id":1,"kind":"k","note":"x","more":2,"name":"n","tagged":{"id":3}}`, `{"ID":1}`,
 	`{"val":1,"next":{"val":2,"next":{"val":3}},"children":[{"val":4,"children":[]}]}`,
 	`{"A":1,"B":2,"T":20,"Q":17}`, `{"A":1,"A":2}`, `{"a":1}`,
-	`{"n":"12"}`, `{"n":12}`, `{"b":"aGk="}`, `{"b":[1,2]}`, `{"n":1.5e3}`,
+	`{"raw":{"a":[1,{"b":2}]},"name":"n"}`, `{"raw":  "x" }`, `{"any":[{"a":{}},[],"s",1.5,true,null]}`, `{"any":{"a":1,"b":{"a":1,"a":2}}}`,
+	`{"x":[1,{"y":2}],"i":1,"z":"q"}`, `{"x":1,"x":2}`, `{"x":{"y":1,"y":2}}`, `{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"j":1}`,
+	`{"arr":[1,2,3,{"a":1}]}`, `{"n":"12"}`, `{"n":12}`, `{"b":"aGk="}`, `{"b":[1,2]}`, `{"n":1.5e3}`,
 	`[1,2,3]`, `[]`, `["a","b","c"]`, `["a"]`, `[{"name":"a"},null]`, `{"a":1.5,"b":-1}`, `{"a":1,"a":2}`,
 	`{"user":{"name":"a","admin":true},"note":"n"}`, `{"users":[{"id":1}]}`, `{"byName":{"a":{"id":1}}}`,
 	` { "name" : "a" , "id" : 1 } `, "{\"name\":\"\xff\"}", `{"name":"a"`, `[1,2`,
 	strings.Repeat(`{"next":`, 300) + `{"val":1}` + strings.Repeat(`}`, 300),
 	strings.Repeat(`[`, 300) + strings.Repeat(`]`, 300),
+	// 10,006 levels in all, 9,986 of them in a member that names no field.
+	strings.Repeat(`{"next":`, 20) + `{"x":` + strings.Repeat(`[`, 9985) + strings.Repeat(`]`, 9985) + `}` + strings.Repeat(`}`, 20),
 }
 
 // sameError reports whether two errors of params decoding answer the peer
@@ -206,7 +212,8 @@ func sameError(a, b error) bool {
 // each shape, params decode as Func decodes them to the same value and
 // the same error as by the strict check and encoding/json alone, in
 // process and as a server; and whatever the direct decoder takes, it
-// decodes to the value that path and json.Unmarshal give.
+// decodes to the value that path gives, and, if it skipped no member
+// that names no field, to the value json.Unmarshal gives.
 func FuzzDirectParams(f *testing.F) {
 	for _, s := range append(directSeeds, strictSeeds...) {
 		f.Add([]byte(s))
@@ -229,7 +236,7 @@ func FuzzDirectParams(f *testing.F) {
 					t.Fatalf("%s (valid %v): %q decodes to %#v; before, to %#v", s.name, valid, b, got, want)
 				}
 			}
-			direct, ok := s.direct(b)
+			direct, ok, unknown := s.direct(b)
 			if !ok {
 				continue
 			}
@@ -239,6 +246,9 @@ func FuzzDirectParams(f *testing.F) {
 			want, wantErr := s.before(b, true)
 			if wantErr != nil || !reflect.DeepEqual(direct, want) {
 				t.Fatalf("%s: the direct decoder takes %q as %#v; the strict check and encoding/json give %#v, %v", s.name, b, direct, want, wantErr)
+			}
+			if unknown {
+				continue // encoding/json would match some of them whatever their case
 			}
 			ref := s.fresh()
 			if err := json.Unmarshal(b, ref); err != nil || !reflect.DeepEqual(direct, ref) {
@@ -257,47 +267,58 @@ func TestDirectParamsTaken(t *testing.T) {
 		left  []string // left to the strict check and encoding/json
 	}{
 		"scalars": {
-			[]string{directSeeds[0], `{"i":-0}`, `{"f64":-0}`, `{"s":"\ud800"}`, `{"b":null,"s":null,"i":null}`, `{}`, ` { "i" : 1 } `},
-			[]string{`{"i8":128}`, `{"u":-0}`, `{"i":1.0}`, `{"i":"1"}`, `{"I":1}`, `{"i":1,"i":2}`, `{"\u0069":1}`, `{"f32":3.5e38}`, `[1]`, `{"hidden":1}`},
+			[]string{directSeeds[0], `{"i":-0}`, `{"f64":-0}`, `{"s":"\ud800"}`, `{"b":null,"s":null,"i":null}`, `{}`, ` { "i" : 1 } `,
+				`{"I":1}`, `{"hidden":1}`, `{"x":{"a":[{"b":1,"c":2}]},"y":[1,"2"],"z":null,"i":1}`},
+			[]string{`{"i8":128}`, `{"u":-0}`, `{"i":1.0}`, `{"i":"1"}`, `{"i":1,"i":2}`, `{"\u0069":1}`, `{"f32":3.5e38}`, `[1]`,
+				`{"x":1,"x":2}`, `{"x":{"a":[{"b":1,"b":2}]}}`, `{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"j":1}`},
 		},
 		"pointers": {
 			[]string{`{"i":5,"s":"a","u":{"i":6},"a":[1,2],"l":["x"],"m":{"k":1}}`, `{"i":null,"u":null}`},
 			[]string{`{"u":{"i":1,"i":2}}`, `{"m":{"k":1,"k":2}}`},
 		},
 		"lists": {
-			[]string{`{"ints":[1,2,3],"arr":[1,2,3,4,"x"],"users":[{"name":"a"},{}],"pairs":[{"id":1}],"zero":[1],"ptrs":[1.5,null]}`, `{"ints":[]}`},
-			[]string{`{"arr":[1,2,3,[4]]}`, `{"users":[{"name":"a","name":"b"}]}`, `{"ints":[1,"x"]}`},
+			[]string{`{"ints":[1,2,3],"arr":[1,2,3,4,"x"],"users":[{"name":"a"},{}],"pairs":[{"id":1}],"zero":[1],"ptrs":[1.5,null]}`, `{"ints":[]}`, `{"arr":[1,2,3,[4]]}`},
+			[]string{`{"arr":[1,2,3,{"a":1,"a":2}]}`, `{"users":[{"name":"a","name":"b"}]}`, `{"ints":[1,"x"]}`},
 		},
 		"maps": {
 			[]string{`{"byName":{"a":1,"b":2},"byInt":{"1":"a","-2":"b"},"byU8":{"255":true},"byKey":{"k":{"name":"n"},"l":null},"deep":{"x":[1,2]},"byI8":{"127":1}}`},
 			[]string{`{"byInt":{"1":"a","01":"b"}}`, `{"byName":{"a":1,"a":2}}`, `{"byU8":{"256":true}}`, `{"byInt":{"x":"a"}}`},
 		},
 		"embedded": {
-			[]string{`{"id":1,"kind":"k","note":"x","more":2,"name":"n","tagged":{"id":3}}`},
-			[]string{`{"Kind":"k"}`, `{"tagged":{"id":3},"id":1,"id":2}`},
+			[]string{`{"id":1,"kind":"k","note":"x","more":2,"name":"n","tagged":{"id":3}}`, `{"Kind":"k"}`},
+			[]string{`{"tagged":{"id":3},"id":1,"id":2}`, `{"tagged":{"id":3,"id":4}}`},
 		},
 		"recursive": {
 			[]string{`{"val":1,"next":{"val":2,"next":{"val":3}},"children":[{"val":4,"children":[]}]}`},
 			[]string{strings.Repeat(`{"next":`, 300) + `{"val":1}` + strings.Repeat(`}`, 300)},
 		},
-		"many":      {[]string{`{"A":1,"T":20,"Q":17}`}, []string{`{"A":1,"A":2}`, `{"a":1}`}},
+		"many":      {[]string{`{"A":1,"T":20,"Q":17}`, `{"a":1}`}, []string{`{"A":1,"A":2}`, `{"a":1,"a":2}`}},
 		"[]int":     {[]string{`[1,2,3]`, `[]`}, []string{`{}`}},
 		"[2]string": {[]string{`["a","b","c"]`}, nil},
 		"*user":     {[]string{`{"name":"a","id":1}`}, nil},
+		"raw": {
+			[]string{`{"raw":{"a":1,"A":2},"name":"n"}`, `{"raw":null}`, `{"raw":[1, {"x":2}] }`},
+			[]string{`{"raw":{"a":1,"a":2}}`, `{"raw":[{"x":{"y":1,"y":2}}]}`},
+		},
+		"any": {
+			[]string{`{"any":{"k":[1,{"k":2}],"s":"\n","t":true,"f":false,"n":null}}`, `{"any":1e2}`},
+			[]string{`{"any":{"k":[1,{"k":2,"k":3}]}}`, `{"any":1e400}`, `{"any":{"\u006b":1}}`},
+		},
 	}
 	for _, s := range directShapes {
 		c, listed := cases[s.name]
 		want := listed || strings.HasPrefix(s.name, "fz") || s.name == "user" || s.name == "nested" || s.name == "[]user" || s.name == "map"
+		want = want || s.name == "raw" || s.name == "any" || s.name == "[]any"
 		if s.taken != want {
 			t.Errorf("%s: taken by the direct decoder: %v, want %v", s.name, s.taken, want)
 		}
 		for _, b := range c.taken {
-			if _, ok := s.direct([]byte(b)); !ok {
+			if _, ok, _ := s.direct([]byte(b)); !ok {
 				t.Errorf("%s: the direct decoder leaves %s to encoding/json", s.name, b)
 			}
 		}
 		for _, b := range c.left {
-			if _, ok := s.direct([]byte(b)); ok {
+			if _, ok, _ := s.direct([]byte(b)); ok {
 				t.Errorf("%s: the direct decoder takes %s", s.name, b)
 			}
 		}
