@@ -33,9 +33,7 @@ type (
 		Z        dpName  `json:"z"`
 		Untagged int
 		Skip     int `json:"-"`
-		Dash     int `json:"-,"`
 		Omit     int `json:",omitempty"`
-		hidden   int
 	}
 	dpLevel    int16
 	dpName     string
