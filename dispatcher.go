@@ -172,6 +172,13 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // refuses it. [LaxParams] restores the rules of encoding/json, which match
 // names whatever their case and keep the last of a duplicate:
 // Func(fn, LaxParams).
+//
+// Strict params of the common shapes (structs, slices, arrays, maps and
+// pointers of numbers, strings, bools, empty interfaces and
+// json.RawMessages, with encoding/json's rules for field names) are
+// decoded without encoding/json, straight from the input the connection
+// has checked, to the same value; anything else, and any params that
+// would be refused, go through encoding/json, so the errors are its own.
 func Func[P, R any](fn func(ctx context.Context, params P) (R, error), opts ...ParamsOption) Handler {
 	return &funcHandler[P, R]{fn: fn, rules: rulesFor(reflect.TypeFor[P](), opts)}
 }
@@ -260,6 +267,20 @@ type paramDecoder struct {
 func (ds *paramDecoders) decode(params json.RawMessage, p any, valid bool, rules nameRules) error {
 	if len(params) == 0 {
 		return nil
+	}
+	if rules.direct != nil {
+		// The direct decoder (fastparams.go) takes what it decodes exactly
+		// as the strict check and encoding/json below would; what it
+		// gives up on is decoded again from a zero value.
+		if !valid {
+			valid = validParams(params)
+		}
+		if v := reflect.ValueOf(p); valid && v.Type().Elem() == rules.direct.typ {
+			if decodeDirect(params, rules.direct, v.UnsafePointer()) {
+				return nil
+			}
+			v.Elem().SetZero()
+		}
 	}
 	u, self := p.(json.Unmarshaler)
 	var d *paramDecoder

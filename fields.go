@@ -259,6 +259,12 @@ type jsonField struct {
 	typ    reflect.Type
 	depth  int  // how deeply embedded: 1 for a field of the struct itself
 	tagged bool // the name comes from a json tag
+	// index is the field's index sequence in the struct (as for
+	// reflect.Type.FieldByIndex); viaPointer says that it passes through
+	// an embedded pointer; quoted, that the tag's string option applies.
+	index      []int
+	viaPointer bool
+	quoted     bool
 }
 
 // jsonFields returns the fields encoding/json decodes the members of an
@@ -273,8 +279,10 @@ type jsonField struct {
 // other.
 func jsonFields(t reflect.Type) []jsonField {
 	type embedded struct {
-		typ   reflect.Type
-		twice bool // found more than once at its depth
+		typ        reflect.Type
+		twice      bool  // found more than once at its depth
+		index      []int // where it was found first
+		viaPointer bool  // through an embedded pointer
 	}
 	var found []jsonField
 	visited := make(map[reflect.Type]bool)
@@ -304,7 +312,7 @@ func jsonFields(t reflect.Type) []jsonField {
 				if tag == "-" {
 					continue
 				}
-				name, _, _ := strings.Cut(tag, ",")
+				name, opts, _ := strings.Cut(tag, ",")
 				if !validTagName(name) {
 					name = ""
 				}
@@ -312,17 +320,20 @@ func jsonFields(t reflect.Type) []jsonField {
 				if ft.Kind() == reflect.Pointer && ft.Name() == "" {
 					ft = ft.Elem()
 				}
+				index := append(e.index[:len(e.index):len(e.index)], i)
 				if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
 					// Its fields are this struct's, one level down.
 					if k, ok := nextIndex[ft]; ok {
 						next[k].twice = true
 					} else {
 						nextIndex[ft] = len(next)
-						next = append(next, embedded{typ: ft})
+						next = append(next, embedded{typ: ft, index: index,
+							viaPointer: e.viaPointer || sf.Type.Kind() == reflect.Pointer})
 					}
 					continue
 				}
-				f := jsonField{name: name, typ: sf.Type, depth: depth, tagged: name != ""}
+				f := jsonField{name: name, typ: sf.Type, depth: depth, tagged: name != "",
+					index: index, viaPointer: e.viaPointer, quoted: quotable(opts, ft)}
 				if name == "" {
 					f.name = sf.Name
 				}
@@ -335,6 +346,27 @@ func jsonFields(t reflect.Type) []jsonField {
 		level = next
 	}
 	return dominantFields(found)
+}
+
+// quotable reports whether the string option is among the tag options
+// opts of a field of type t (a pointer's element, for an unnamed pointer),
+// and applies to it: encoding/json then reads the value from inside a
+// JSON string.
+func quotable(opts string, t reflect.Type) bool {
+	for opts != "" {
+		var o string
+		o, opts, _ = strings.Cut(opts, ",")
+		if o != "string" {
+			continue
+		}
+		switch t.Kind() {
+		case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+			reflect.Float32, reflect.Float64, reflect.String:
+			return true
+		}
+	}
+	return false
 }
 
 // dominantFields keeps, of the fields found with each name, the one that

@@ -31,7 +31,10 @@ package jsonrpc
 // costs time linear in its length (strict_steps_test.go counts the steps).
 // A member that only matches a field by case is blanked (its name becomes
 // "", which names no field) in a copy of the input, which encoding/json
-// then decodes: only such input is copied.
+// then decodes: only such input is copied. Params of the common shapes
+// skip all this: the direct decoder (fastparams.go) decodes them in one
+// pass, checking names as it goes, and leaves to this path any input it
+// would refuse.
 //
 // What stays as encoding/json has it, deliberately: everything about
 // values rather than names (an array shorter than a Go array, the string
@@ -80,8 +83,9 @@ const maxLinearNames = 16
 // nameRules says how the member names of an input are checked before it
 // is decoded.
 type nameRules struct {
-	lax  bool  // none: encoding/json's own rules
-	plan *plan // the plan of the type decoded into, for strict rules
+	lax    bool    // none: encoding/json's own rules
+	plan   *plan   // the plan of the type decoded into, for strict rules
+	direct *direct // its direct decoder (fastparams.go), if it has one
 }
 
 // rulesFor returns the rules for decoding into a value of type t, with the
@@ -92,7 +96,7 @@ func rulesFor(t reflect.Type, opts []ParamsOption) nameRules {
 			return nameRules{lax: true}
 		}
 	}
-	return nameRules{plan: planFor(t)}
+	return nameRules{plan: planFor(t), direct: directFor(t)}
 }
 
 // A memberError is input that the strict rules reject.

@@ -61,7 +61,7 @@ type fuzzShape struct {
 }
 
 func shapeOf[T any](name string) fuzzShape {
-	rules := nameRules{plan: planFor(reflect.TypeFor[T]())}
+	rules := rulesFor(reflect.TypeFor[T](), nil)
 	ds := new(paramDecoders)
 	return fuzzShape{
 		name:  name,

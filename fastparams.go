@@ -1,0 +1,811 @@
+package jsonrpc
+
+// This file holds the direct decoder of params: for the common shapes of
+// a handler's params (structs of numbers, strings, bools, empty
+// interfaces and json.RawMessages, and the slices, arrays, maps, pointers
+// and structs made of them), a decoder built once per type reads input
+// the scanner has validated in one pass, applies the strict rules
+// (strict.go) as it goes, and stores each value straight into the Go
+// value, where encoding/json would scan the input again and look each
+// field up by reflection. Members that name no field are skipped, as
+// encoding/json skips them, once the strict check has found no name
+// repeated in them.
+//
+// It takes only input that it can decode exactly as the strict check
+// followed by encoding/json would, with the same value: a value of the
+// wrong kind, a number out of range, an escaped member name, a name given
+// twice, more than a few unknown members in one object, a member of a type
+// it does not decode (an interface with methods, a type with an
+// UnmarshalJSON or UnmarshalText method other than json.RawMessage, a
+// []byte, a json.Number, a field with the string option or behind an
+// embedded pointer) all make it give up, and the params are decoded from
+// the start by that path, which says what is wrong. Giving up costs the
+// work done so far; the errors, and everything the direct decoder does
+// not take, stay exactly those of encoding/json. The differential fuzz
+// target FuzzDirectParams holds the two paths to the same results.
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// maxDirectDepth is the deepest nesting the direct decoder follows;
+// deeper input is left to encoding/json.
+const maxDirectDepth = 256
+
+// A direct is the decoder of one Go type.
+type direct struct {
+	kind directKind
+	typ  reflect.Type
+	// dirStruct: the fields, and for many of them an index by name.
+	fields []directField
+	byName map[string]int
+	// dirSlice, dirArray, dirPointer, dirMap: the decoder of the elements
+	// (pointed to, values); dirMap: of the keys.
+	elem *direct
+	key  directKind
+	// dirArray: the length; dirSlice, dirArray: the size of an element.
+	n    int
+	size uintptr
+}
+
+type directKind uint8
+
+const (
+	dirBool directKind = iota
+	dirInt
+	dirInt8
+	dirInt16
+	dirInt32
+	dirInt64
+	dirUint
+	dirUint8
+	dirUint16
+	dirUint32
+	dirUint64
+	dirUintptr
+	dirFloat32
+	dirFloat64
+	dirString
+	dirStruct
+	dirSlice
+	dirArray
+	dirPointer
+	dirMap
+	dirAny // an empty interface
+	dirRaw // json.RawMessage
+)
+
+// A directField is a field of a struct: its JSON name, where it lies in
+// the struct, and its decoder.
+type directField struct {
+	name   string
+	offset uintptr
+	dec    *direct
+}
+
+var (
+	directs    sync.Map   // reflect.Type → *direct, nil for a type not taken
+	directsMu  sync.Mutex // held while decoders are built
+	rawMessage = reflect.TypeFor[json.RawMessage]()
+)
+
+// directFor returns the decoder of t, or nil if the direct decoder does
+// not take t.
+func directFor(t reflect.Type) *direct {
+	if d, ok := directs.Load(t); ok {
+		return d.(*direct)
+	}
+	directsMu.Lock()
+	defer directsMu.Unlock()
+	if d, ok := directs.Load(t); ok {
+		return d.(*direct)
+	}
+	b := directBuilder{built: make(map[reflect.Type]*direct)}
+	d := b.build(t)
+	if b.failed {
+		d = nil
+	}
+	directs.Store(t, d)
+	return d
+}
+
+// directBuilder builds the decoder of a type and of the types in it; if
+// any of them is not taken, neither is the whole.
+type directBuilder struct {
+	built  map[reflect.Type]*direct
+	failed bool
+}
+
+func (b *directBuilder) build(t reflect.Type) *direct {
+	if b.failed {
+		return nil
+	}
+	if d, ok := b.built[t]; ok {
+		return d // t contains itself; d is being built
+	}
+	if t == rawMessage {
+		return &direct{kind: dirRaw, typ: t}
+	}
+	if decodesItself(t) || t.Kind() == reflect.String && t.PkgPath() == "encoding/json" && t.Name() == "Number" {
+		b.failed = true
+		return nil
+	}
+	d := &direct{typ: t}
+	b.built[t] = d
+	switch k := t.Kind(); k {
+	case reflect.Bool:
+		d.kind = dirBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		d.kind = dirInt + directKind(k-reflect.Int)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		d.kind = dirUint + directKind(k-reflect.Uint)
+	case reflect.Float32:
+		d.kind = dirFloat32
+	case reflect.Float64:
+		d.kind = dirFloat64
+	case reflect.String:
+		d.kind = dirString
+	case reflect.Pointer:
+		d.kind = dirPointer
+		d.elem = b.build(t.Elem())
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			b.failed = true // base64 from a string; and [N]byte is rare
+			return nil
+		}
+		d.kind, d.size, d.n = dirSlice, t.Elem().Size(), 0
+		if k == reflect.Array {
+			d.kind, d.n = dirArray, t.Len()
+		}
+		d.elem = b.build(t.Elem())
+	case reflect.Map:
+		kt := t.Key()
+		if reflect.PointerTo(kt).Implements(textUnm) {
+			b.failed = true
+			return nil
+		}
+		switch kk := kt.Kind(); kk {
+		case reflect.String:
+			d.key = dirString
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			d.key = dirInt + directKind(kk-reflect.Int)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			d.key = dirUint + directKind(kk-reflect.Uint)
+		default:
+			b.failed = true
+			return nil
+		}
+		d.kind = dirMap
+		d.elem = b.build(t.Elem())
+	case reflect.Struct:
+		d.kind = dirStruct
+		fields := jsonFields(t)
+		if len(fields) > 64 {
+			b.failed = true // more than the bits of a mask
+			return nil
+		}
+		for _, f := range fields {
+			if f.viaPointer || f.quoted {
+				b.failed = true
+				return nil
+			}
+			var offset uintptr
+			st := t
+			for _, i := range f.index {
+				sf := st.Field(i)
+				offset += sf.Offset
+				st = sf.Type
+			}
+			d.fields = append(d.fields, directField{name: f.name, offset: offset, dec: b.build(f.typ)})
+		}
+		if len(d.fields) > maxLinearFields {
+			d.byName = make(map[string]int, len(d.fields))
+			for i, f := range d.fields {
+				d.byName[f.name] = i
+			}
+		}
+	case reflect.Interface:
+		if t.NumMethod() != 0 {
+			b.failed = true // encoding/json can decode only into what it points to
+			return nil
+		}
+		d.kind = dirAny
+	default: // what encoding/json cannot decode
+		b.failed = true
+		return nil
+	}
+	return d
+}
+
+// decodeDirect decodes params, one valid JSON object or array, into the
+// value of d's type at p, which is zero, and reports whether it did. If
+// it did not, the value at p may have been partly written.
+func decodeDirect(params []byte, d *direct, p unsafe.Pointer) bool {
+	r := directReader{b: params}
+	_, ok := r.value(skipWS(params, 0), d, p)
+	return ok
+}
+
+// A directReader decodes one input.
+type directReader struct {
+	b       []byte
+	depth   int
+	unknown bool // a member that names no field was skipped
+}
+
+// value decodes the value that starts at r.b[i] into the zero value at p
+// of d's type, and returns the index just past it.
+func (r *directReader) value(i int, d *direct, p unsafe.Pointer) (int, bool) {
+	b := r.b
+	c := b[i]
+	switch {
+	case d.kind >= dirAny:
+		return r.dynamic(i, d, p)
+	case c == 'n':
+		return i + len("null"), true // the value is zero already
+	case d.kind == dirPointer:
+		return r.pointer(i, d, p)
+	}
+	switch {
+	case c == 't' || c == 'f':
+		if d.kind != dirBool {
+			return 0, false
+		}
+		*(*bool)(p) = c == 't'
+		if c == 't' {
+			return i + len("true"), true
+		}
+		return i + len("false"), true
+	case c == '"':
+		if d.kind != dirString {
+			return 0, false
+		}
+		end, escaped := skipString(b, i)
+		if !escaped {
+			*(*string)(p) = string(b[i+1 : end-1])
+			return end, true
+		}
+		s, ok := unquoteDirect(b[i+1 : end-1])
+		*(*string)(p) = s
+		return end, ok
+	case c == '{':
+		switch d.kind {
+		case dirStruct:
+			return r.object(i, d, p)
+		case dirMap:
+			return r.mapObject(i, d, p)
+		}
+		return 0, false
+	case c == '[':
+		switch d.kind {
+		case dirSlice, dirArray:
+			return r.array(i, d, p)
+		}
+		return 0, false
+	}
+	end := skipNumber(b, i)
+	return end, storeNumber(b[i:end], d, p)
+}
+
+// dynamic decodes the value at r.b[i] into the empty interface or the
+// json.RawMessage at p. A RawMessage takes null too: encoding/json hands
+// it "null".
+func (r *directReader) dynamic(i int, d *direct, p unsafe.Pointer) (int, bool) {
+	if d.kind == dirAny {
+		v, end, ok := r.anyValue(i)
+		*(*any)(p) = v
+		return end, ok
+	}
+	end, ok := r.skip(i)
+	if ok {
+		*(*json.RawMessage)(p) = append(json.RawMessage(nil), r.b[i:end]...)
+	}
+	return end, ok
+}
+
+// pointer decodes a value other than null into a new value pointed to
+// from p, as encoding/json allocates one.
+func (r *directReader) pointer(i int, d *direct, p unsafe.Pointer) (int, bool) {
+	v := reflect.New(d.elem.typ).UnsafePointer()
+	*(*unsafe.Pointer)(p) = v
+	return r.value(i, d.elem, v)
+}
+
+// storeNumber stores the JSON number s into the value at p of d's type,
+// as encoding/json does, and reports whether it could: the number must
+// fit the type, and be an integer for an integer type.
+func storeNumber(s []byte, d *direct, p unsafe.Pointer) bool {
+	switch {
+	case d.kind >= dirInt && d.kind <= dirInt64:
+		n, ok := parseInt(s)
+		if !ok {
+			return false
+		}
+		return storeInt(n, d.kind, p)
+	case d.kind >= dirUint && d.kind <= dirUintptr:
+		if s[0] == '-' {
+			return false // strconv.ParseUint refuses a sign, even "-0"
+		}
+		n, ok := parseInt(s)
+		if !ok || n < 0 {
+			u, err := strconv.ParseUint(unsafe.String(&s[0], len(s)), 10, 64)
+			if err != nil {
+				return false
+			}
+			return storeUint(u, d.kind, p)
+		}
+		return storeUint(uint64(n), d.kind, p)
+	case d.kind == dirFloat64:
+		f, err := strconv.ParseFloat(unsafe.String(&s[0], len(s)), 64)
+		if err != nil {
+			return false
+		}
+		*(*float64)(p) = f
+		return true
+	case d.kind == dirFloat32:
+		f, err := strconv.ParseFloat(unsafe.String(&s[0], len(s)), 32)
+		if err != nil || math.Abs(f) > math.MaxFloat32 {
+			return false
+		}
+		*(*float32)(p) = float32(f)
+		return true
+	}
+	return false
+}
+
+// parseInt parses s, a valid JSON number, as strconv.ParseInt does in
+// base 10, and reports whether it is an integer that fits in an int64.
+func parseInt(s []byte) (int64, bool) {
+	neg := s[0] == '-'
+	digits := s
+	if neg {
+		digits = s[1:]
+	}
+	if len(digits) > 18 {
+		n, err := strconv.ParseInt(unsafe.String(&s[0], len(s)), 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false // a fraction or an exponent
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func storeInt(n int64, k directKind, p unsafe.Pointer) bool {
+	switch k {
+	case dirInt:
+		*(*int)(p) = int(n)
+		return int64(int(n)) == n
+	case dirInt8:
+		*(*int8)(p) = int8(n)
+		return int64(int8(n)) == n
+	case dirInt16:
+		*(*int16)(p) = int16(n)
+		return int64(int16(n)) == n
+	case dirInt32:
+		*(*int32)(p) = int32(n)
+		return int64(int32(n)) == n
+	}
+	*(*int64)(p) = n
+	return true
+}
+
+func storeUint(n uint64, k directKind, p unsafe.Pointer) bool {
+	switch k {
+	case dirUint:
+		*(*uint)(p) = uint(n)
+		return uint64(uint(n)) == n
+	case dirUint8:
+		*(*uint8)(p) = uint8(n)
+		return uint64(uint8(n)) == n
+	case dirUint16:
+		*(*uint16)(p) = uint16(n)
+		return uint64(uint16(n)) == n
+	case dirUint32:
+		*(*uint32)(p) = uint32(n)
+		return uint64(uint32(n)) == n
+	case dirUintptr:
+		*(*uintptr)(p) = uintptr(n)
+		return uint64(uintptr(n)) == n
+	}
+	*(*uint64)(p) = n
+	return true
+}
+
+// enter and leave count the containers open; past maxDirectDepth, the
+// input is left to encoding/json.
+func (r *directReader) enter() bool {
+	r.depth++
+	return r.depth <= maxDirectDepth
+}
+
+func (r *directReader) leave() { r.depth-- }
+
+// name reads the member name at r.b[i] and returns it, without its
+// quotes, and the index of the member's value. A name with escapes is
+// not taken.
+func (r *directReader) name(i int) ([]byte, int, bool) {
+	b := r.b
+	end, escaped := skipString(b, i)
+	if escaped {
+		return nil, 0, false
+	}
+	return b[i+1 : end-1], skipWS(b, skipWS(b, end)+1), true // past the colon
+}
+
+// next reads what follows a member or an element: it returns the index
+// of the next one, or, with more false, the index past the closing
+// bracket.
+func (r *directReader) next(i int) (j int, more bool) {
+	b := r.b
+	i = skipWS(b, i)
+	if b[i] == ',' {
+		return skipWS(b, i+1), true
+	}
+	return i + 1, false
+}
+
+// object decodes an object into the struct at p. Each member must name a
+// field exactly, and once.
+func (r *directReader) object(i int, d *direct, p unsafe.Pointer) (int, bool) {
+	if !r.enter() {
+		return 0, false
+	}
+	defer r.leave()
+	b := r.b
+	i = skipWS(b, i+1)
+	if b[i] == '}' {
+		return i + 1, true
+	}
+	var seen uint64
+	var unknown [maxUnknown]uint64 // the names that are no field's, as spans of b
+	nu := 0
+	for {
+		name, j, ok := r.name(i)
+		if !ok {
+			return 0, false
+		}
+		k := d.field(name)
+		if k < 0 {
+			// Ignored, as encoding/json ignores it, if neither its name
+			// nor any name in its value is given twice.
+			for _, u := range unknown[:nu] {
+				if string(b[u>>32:u&(1<<32-1)]) == string(name) {
+					return 0, false
+				}
+			}
+			if nu == maxUnknown || j >= 1<<32 {
+				return 0, false
+			}
+			unknown[nu], nu = uint64(i+1)<<32|uint64(i+1+len(name)), nu+1 // name is b[i+1:]
+			r.unknown = true
+			i, ok = r.skip(j)
+		} else {
+			if seen&(1<<k) != 0 {
+				return 0, false // given twice
+			}
+			seen |= 1 << k
+			f := &d.fields[k]
+			i, ok = r.value(j, f.dec, unsafe.Add(p, f.offset))
+		}
+		if !ok {
+			return 0, false
+		}
+		more := false
+		if i, more = r.next(i); !more {
+			return i, true
+		}
+	}
+}
+
+// field returns the index of the field called exactly name, or -1.
+func (d *direct) field(name []byte) int {
+	if d.byName != nil {
+		if k, ok := d.byName[string(name)]; ok {
+			return k
+		}
+		return -1
+	}
+	for k := range d.fields {
+		if d.fields[k].name == string(name) {
+			return k
+		}
+	}
+	return -1
+}
+
+// mapObject decodes an object into the map at p, made if nil. A key
+// given twice (for integer keys, two that parse to the same integer) is
+// not taken.
+func (r *directReader) mapObject(i int, d *direct, p unsafe.Pointer) (int, bool) {
+	if !r.enter() {
+		return 0, false
+	}
+	defer r.leave()
+	b := r.b
+	m := reflect.NewAt(d.typ, p).Elem()
+	if m.IsNil() {
+		m.Set(reflect.MakeMap(d.typ))
+	}
+	i = skipWS(b, i+1)
+	if b[i] == '}' {
+		return i + 1, true
+	}
+	kt := d.typ.Key()
+	elem := reflect.New(d.elem.typ)
+	ep := elem.UnsafePointer()
+	for {
+		name, j, ok := r.name(i)
+		if !ok {
+			return 0, false
+		}
+		key := reflect.New(kt)
+		switch kp := key.UnsafePointer(); {
+		case d.key == dirString:
+			*(*string)(kp) = string(name)
+		case len(name) == 0:
+			return 0, false
+		case d.key <= dirInt64:
+			n, err := strconv.ParseInt(string(name), 10, 64)
+			if err != nil || !storeInt(n, d.key, kp) {
+				return 0, false
+			}
+		default:
+			n, err := strconv.ParseUint(string(name), 10, 64)
+			if err != nil || !storeUint(n, d.key, kp) {
+				return 0, false
+			}
+		}
+		if m.MapIndex(key.Elem()).IsValid() {
+			return 0, false // given twice
+		}
+		elem.Elem().SetZero()
+		if i, ok = r.value(j, d.elem, ep); !ok {
+			return 0, false
+		}
+		m.SetMapIndex(key.Elem(), elem.Elem())
+		more := false
+		if i, more = r.next(i); !more {
+			return i, true
+		}
+	}
+}
+
+// array decodes an array into the slice or array at p: a slice grows as
+// encoding/json grows it, and elements past the end of an array are
+// skipped.
+func (r *directReader) array(i int, d *direct, p unsafe.Pointer) (int, bool) {
+	if !r.enter() {
+		return 0, false
+	}
+	defer r.leave()
+	b := r.b
+	i = skipWS(b, i+1)
+	var s reflect.Value
+	if d.kind == dirSlice {
+		s = reflect.NewAt(d.typ, p).Elem()
+	}
+	if b[i] == ']' {
+		if d.kind == dirSlice {
+			s.Set(reflect.MakeSlice(d.typ, 0, 0))
+		}
+		return i + 1, true
+	}
+	for n := 0; ; n++ {
+		var ep unsafe.Pointer
+		switch {
+		case d.kind == dirSlice:
+			if n >= s.Cap() {
+				s.Grow(1)
+			}
+			s.SetLen(n + 1)
+			ep = unsafe.Add(s.UnsafePointer(), uintptr(n)*d.size)
+		case n < d.n:
+			ep = unsafe.Add(p, uintptr(n)*d.size)
+		}
+		var ok bool
+		if ep != nil {
+			i, ok = r.value(i, d.elem, ep)
+		} else {
+			i, ok = r.skip(i)
+		}
+		if !ok {
+			return 0, false
+		}
+		more := false
+		if i, more = r.next(i); !more {
+			return i, true
+		}
+	}
+}
+
+// maxUnknown is how many members of one object that name no field the
+// direct decoder skips; past that, it gives up.
+const maxUnknown = 8
+
+// skip returns the index just past the value at r.b[i], which is not
+// decoded, once the strict check has found no name given twice in it.
+func (r *directReader) skip(i int) (int, bool) {
+	b := r.b
+	switch b[i] {
+	case '"':
+		end, _ := skipString(b, i)
+		return end, true
+	case 't', 'n':
+		return i + len("true"), true
+	case 'f':
+		return i + len("false"), true
+	case '{', '[':
+		end, ok := scanValue(b, i)
+		// Checked on its own, the value must not be deep enough to pass
+		// where the whole input, nested deeper, would not.
+		if !ok || r.depth+(end-i)/2+1 >= maxStrictDepth {
+			return 0, false
+		}
+		if _, err := strictInput(b[i:end], nil, true, nil); err != nil {
+			return 0, false
+		}
+		return end, true
+	}
+	return skipNumber(b, i), true
+}
+
+// anyValue decodes the value at r.b[i] as encoding/json decodes it into
+// an empty interface: an object into a map[string]any, an array into a
+// []any, a number into a float64.
+func (r *directReader) anyValue(i int) (any, int, bool) {
+	b := r.b
+	switch c := b[i]; c {
+	case 'n':
+		return nil, i + len("null"), true
+	case 't':
+		return true, i + len("true"), true
+	case 'f':
+		return false, i + len("false"), true
+	case '"':
+		end, escaped := skipString(b, i)
+		if !escaped {
+			return string(b[i+1 : end-1]), end, true
+		}
+		s, ok := unquoteDirect(b[i+1 : end-1])
+		return s, end, ok
+	case '{', '[':
+		if !r.enter() {
+			return nil, 0, false
+		}
+		defer r.leave()
+		i = skipWS(b, i+1)
+		if c == '[' {
+			a := make([]any, 0)
+			if b[i] == ']' {
+				return a, i + 1, true
+			}
+			for {
+				v, end, ok := r.anyValue(i)
+				if !ok {
+					return nil, 0, false
+				}
+				a = append(a, v)
+				more := false
+				if i, more = r.next(end); !more {
+					return a, i, true
+				}
+			}
+		}
+		m := make(map[string]any)
+		if b[i] == '}' {
+			return m, i + 1, true
+		}
+		for {
+			name, j, ok := r.name(i)
+			if !ok {
+				return nil, 0, false
+			}
+			if _, dup := m[string(name)]; dup {
+				return nil, 0, false
+			}
+			v, end, ok := r.anyValue(j)
+			if !ok {
+				return nil, 0, false
+			}
+			m[string(name)] = v
+			more := false
+			if i, more = r.next(end); !more {
+				return m, i, true
+			}
+		}
+	}
+	end := skipNumber(b, i)
+	f, err := strconv.ParseFloat(unsafe.String(&b[i], end-i), 64)
+	return f, end, err == nil
+}
+
+// unquoteDirect decodes the contents of a valid JSON string that holds
+// escapes, as encoding/json does: an escaped surrogate that is not half
+// of a pair becomes U+FFFD.
+func unquoteDirect(s []byte) (string, bool) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", false
+		}
+		switch e := s[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(s, i+2)
+			if !ok {
+				return "", false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if r2, ok := hex4(s, i+2); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+						out = utf8.AppendRune(out, pair)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return string(out), true
+}
+
+// hex4 returns the rune of the four hex digits at s[i:].
+func hex4(s []byte, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
