@@ -9,15 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math/rand/v2"
 	"sync"
 	"time"
-)
-
-// Backoff bounds of a Redialer whose fields are zero.
-const (
-	defaultMinBackoff = 50 * time.Millisecond
-	defaultMaxBackoff = 5 * time.Second
 )
 
 // A Redialer is a [Caller] over a connection that it makes when first
@@ -136,14 +129,7 @@ func (r *Redialer) startDial() {
 
 // dialLoop dials until a connection is made and set up, or ctx ends.
 func (r *Redialer) dialLoop(ctx context.Context) *Conn {
-	lo, hi := r.MinBackoff, r.MaxBackoff
-	if lo <= 0 {
-		lo = defaultMinBackoff
-	}
-	if hi <= 0 {
-		hi = defaultMaxBackoff
-	}
-	wait := lo
+	b := newBackoff(r.MinBackoff, r.MaxBackoff)
 	for {
 		c, err := r.Dial(ctx)
 		if err == nil && r.OnConnect != nil {
@@ -160,14 +146,9 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 		r.mu.Lock()
 		r.dialErr = err
 		r.mu.Unlock()
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, b.next()) {
 			return nil
 		}
-		wait = min(2*wait, hi)
 	}
 }
 
