@@ -46,8 +46,12 @@ func (b *backoff) next() time.Duration {
 	return d
 }
 
-// sleep waits d, and reports false, at once, if ctx ends first.
+// sleep waits d, and reports false, at once, if ctx ends first or has
+// ended.
 func sleep(ctx context.Context, d time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -147,7 +151,7 @@ func (c *HTTPClient) retrying(ctx context.Context, again func(mayHaveRun bool) b
 		case brokenAfterSend(err):
 			ok = again(true)
 		}
-		if !ok || ctx.Err() != nil {
+		if !ok {
 			break
 		}
 		ran = ran || MayHaveRun(err)
