@@ -87,7 +87,8 @@ type HTTPClient struct {
 	// and a Notify only if it surely did not run. The last attempt's
 	// error is returned, wrapping ctx's error if ctx ended between two
 	// attempts; [MayHaveRun] reports true if any attempt may have run.
-	// Nil retries nothing.
+	// Each attempt is a request of its own, with an id of its own, that
+	// passes through the Interceptors. Nil retries nothing.
 	Retry func(method string) bool
 
 	// MinBackoff and MaxBackoff bound the wait between attempts, as

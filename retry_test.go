@@ -373,3 +373,22 @@ func TestHTTPClientRetryStream(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPClientRetryThroughInterceptors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &scripted{steps: []step{unavailable(""), refused, answer}}
+		c := s.client(retryOnly())
+		var ids []string
+		c.Interceptors = []jsonrpc.Interceptor{func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+			return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+				ids = append(ids, req.ID.String())
+				return next(ctx, req)
+			}
+		}}
+		var got []int
+		require.NoError(t, c.Call(t.Context(), "echo", []int{7}, &got))
+		assert.Equal(t, []int{7}, got)
+		assert.Len(t, ids, 3, "each attempt passes through the interceptors")
+		assert.NotEqual(t, ids[0], ids[1], "with an id of its own")
+	})
+}
