@@ -214,6 +214,17 @@ func TestHTTPClientRetryBackoff(t *testing.T) {
 			assert.Equal(t, 2*time.Second, s.at[1].Sub(s.at[0]))
 		})
 	})
+	t.Run("Retry-After as an HTTP date", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			s := &scripted{steps: []step{func(r *http.Request, b []byte) (*http.Response, error) {
+				return unavailable(time.Now().Add(3*time.Second).UTC().Format(http.TimeFormat))(r, b)
+			}, answer}}
+			c := s.client(retryOnly())
+			c.MinBackoff, c.MaxBackoff = time.Hour, 2*time.Hour
+			require.NoError(t, c.Call(t.Context(), "echo", []int{1}, nil))
+			assert.Equal(t, 3*time.Second, s.at[1].Sub(s.at[0]))
+		})
+	})
 	t.Run("Retry-After past MaxBackoff is not", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s := &scripted{steps: []step{unavailable("60"), answer}}
@@ -235,6 +246,7 @@ func TestHTTPClientRetryBackoff(t *testing.T) {
 				assert.Equal(t, 3*time.Second, time.Since(start), "it gives up when ctx ends, not before")
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
 				assert.ErrorIs(t, err, jsonrpc.ErrNotRun, "the last attempt's error")
+				assert.Contains(t, err.Error(), "context deadline exceeded; the last attempt failed: ")
 				assert.Greater(t, s.requests(), 2)
 			})
 		}
