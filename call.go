@@ -163,6 +163,9 @@ func (c *conn) add(id int64, p *pending) error {
 	}
 	c.pending[id] = p
 	c.awaiting.Store(int64(len(c.pending)))
+	if c.silence.timeout > 0 {
+		c.watchSilence()
+	}
 	c.pmu.Unlock()
 	// Stored before budgetWait is read, as enqueue stores budgetWait
 	// before it reads awaiting: one of the two sees the other. A reader

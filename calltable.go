@@ -25,6 +25,7 @@ type callTable struct {
 	noCancel     bool
 	onUnknown    func(*Response)
 	streamBuffer int
+	silence      silenceWatch // for a peer gone silent (silence.go)
 }
 
 // pending is a call waiting for its response. Whoever takes it out of the

@@ -36,6 +36,7 @@ type conn struct {
 	drainGrace bool
 	idle       time.Duration
 	seen       atomic.Uint64 // messages read, counted while idle is set
+	fills      atomic.Uint64 // Reads that returned, counted while silence.timeout is set
 
 	cancelIns []incomingCancel // the cancel notifications the peer may send
 	onCancel  func(*CancelError, int, int)

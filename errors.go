@@ -229,10 +229,16 @@ func (e *closedError) Unwrap() []error {
 // connection ended (an error wrapping ErrClosed) or ctx ended (an error
 // wrapping ctx.Err()) before the answer came, or the peer answered with
 // another error, which its handler may have returned; and for a nil err,
-// a call that ran. It classifies the errors of every [Caller] alike.
+// a call that ran. It classifies the errors of every [Caller] alike. Of a
+// call that an [HTTPClient] made more than once, it reports true if any
+// attempt may have run.
 func MayHaveRun(err error) bool {
 	if err == nil {
 		return true
+	}
+	var r *retriedError
+	if errors.As(err, &r) {
+		return r.ran || MayHaveRun(r.err)
 	}
 	var e *Error
 	if errors.As(err, &e) && e != nil {

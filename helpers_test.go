@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,10 @@ import (
 // TestMain checks, after all the tests, that none of them left a goroutine
 // behind; checkLeaks does the same test by test.
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		serveChild() // the test binary as a child server (see childCommand)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -75,6 +75,28 @@ type HTTPClient struct {
 	// body whose Content-Length is over the limit is not read at all.
 	MaxMessageSize int
 
+	// Retry, if set, turns on retries, within the call's ctx: a call
+	// that surely did not run (no connection could be made, or the
+	// server answered 503, [ErrNotRun] or [ErrOverloaded]) is sent
+	// again, and one that may have run (the connection broke once the
+	// request was sent, the response ended without the answer, or a
+	// proxy answered 502 or 504) is sent again only if Retry reports
+	// that its method is safe to repeat: that it is idempotent. A Batch
+	// that may have run is sent again only if Retry allows every method
+	// in it, a Stream only while none of its items has been yielded,
+	// and a Notify only if it surely did not run. The last attempt's
+	// error is returned, wrapping ctx's error if ctx ended between two
+	// attempts; [MayHaveRun] reports true if any attempt may have run.
+	// Each attempt is a request of its own, with an id of its own, that
+	// passes through the Interceptors. Nil retries nothing.
+	Retry func(method string) bool
+
+	// MinBackoff and MaxBackoff bound the wait between attempts, as
+	// [Redialer]'s bound the wait between dials; zero means 50 ms and
+	// 5 s. A 503's Retry-After is waited instead when it is shorter than
+	// MaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+
 	ids       atomic.Int64
 	chainOnce sync.Once
 	send      SendFunc // the chain of Interceptors, once built
@@ -105,8 +127,9 @@ var errMalformedResponse = errors.New("jsonrpc: the HTTP response holds a malfor
 
 // notRunError is the error of a 503: the server did not run the call.
 type notRunError struct {
-	http *HTTPError
-	wire *Error
+	http  *HTTPError
+	wire  *Error
+	after time.Duration // the response's Retry-After; zero if none
 }
 
 func (e *notRunError) Error() string { return e.http.Error() + ": " + e.wire.Error() }
@@ -140,6 +163,14 @@ func (c *HTTPClient) Call(ctx context.Context, method string, params, result any
 	if err != nil {
 		return err
 	}
+	if c.Retry != nil {
+		return c.retrying(ctx, c.callAgain(method), func() error { return c.callOnce(ctx, method, raw, result) })
+	}
+	return c.callOnce(ctx, method, raw, result)
+}
+
+// callOnce makes one attempt of a Call.
+func (c *HTTPClient) callOnce(ctx context.Context, method string, raw []byte, result any) error {
 	id := c.ids.Add(1)
 	if len(c.Interceptors) > 0 {
 		oc := &outgoing{id: id, params: raw, header: c.newHeader(), url: c.URL}
@@ -184,6 +215,14 @@ func (c *HTTPClient) Notify(ctx context.Context, method string, params any) erro
 	if err != nil {
 		return err
 	}
+	if c.Retry != nil {
+		return c.retrying(ctx, notifyAgain, func() error { return c.notifyOnce(ctx, method, raw) })
+	}
+	return c.notifyOnce(ctx, method, raw)
+}
+
+// notifyOnce makes one attempt of a Notify.
+func (c *HTTPClient) notifyOnce(ctx context.Context, method string, raw []byte) error {
 	if len(c.Interceptors) > 0 {
 		oc := &outgoing{params: raw, header: c.newHeader(), url: c.URL}
 		return oc.through(ctx, c.chain(), method, nil)
@@ -204,6 +243,14 @@ func (c *HTTPClient) notify(ctx context.Context, header http.Header, method stri
 // Batch sends calls as one JSON array in one POST and matches each answer
 // to its call by id, as [Conn.Batch] does.
 func (c *HTTPClient) Batch(ctx context.Context, calls ...*BatchCall) error {
+	if c.Retry != nil {
+		return c.retrying(ctx, c.batchAgain(calls), func() error { return c.batchOnce(ctx, calls) })
+	}
+	return c.batchOnce(ctx, calls)
+}
+
+// batchOnce makes one attempt of a Batch.
+func (c *HTTPClient) batchOnce(ctx context.Context, calls []*BatchCall) error {
 	b, err := newOutBatch(calls, &c.ids)
 	if err != nil {
 		return err
@@ -302,6 +349,14 @@ func (c *HTTPClient) Stream(ctx context.Context, method string, params any) iter
 
 // stream makes a stream call for streamItems.
 func (c *HTTPClient) stream(ctx context.Context, method string, raw []byte, yield func(json.RawMessage, error) bool) (bool, error) {
+	if c.Retry != nil {
+		return c.streamRetrying(ctx, method, raw, yield)
+	}
+	return c.streamOnce(ctx, method, raw, yield)
+}
+
+// streamOnce makes one attempt of a stream call.
+func (c *HTTPClient) streamOnce(ctx context.Context, method string, raw []byte, yield func(json.RawMessage, error) bool) (bool, error) {
 	id := c.ids.Add(1)
 	if len(c.Interceptors) > 0 {
 		oc := &outgoing{id: id, params: raw, header: c.newHeader(), url: c.URL, yield: yield}
@@ -535,7 +590,7 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 	herr := &HTTPError{StatusCode: resp.StatusCode, Status: resp.Status, Body: head}
 	switch {
 	case resp.StatusCode == http.StatusServiceUnavailable:
-		return exchange{}, &notRunError{http: herr, wire: notRunAnswer(head)}
+		return exchange{}, &notRunError{http: herr, wire: notRunAnswer(head), after: retryAfter(resp.Header)}
 	}
 	return exchange{}, herr
 }

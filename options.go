@@ -160,6 +160,20 @@ type Options struct {
 	// been answered already, or was never sent. It must not block.
 	OnCancel func(cancel *CancelError, running, queued int)
 
+	// SilenceTimeout, if positive, ends the connection once this side's
+	// calls and streams have awaited answers for that long (up to a
+	// quarter more) while not one byte came from the peer: a peer gone
+	// silent, behind a black hole or a dead link, that the operating
+	// system may not notice for many minutes. Those calls then fail with
+	// an error wrapping [ErrClosed] that says so (they may have run, see
+	// [MayHaveRun]), and a [Redialer] dials again. Only the time during
+	// which calls wait counts, added up across calls: an idle connection
+	// is never ended by it, nor one whose peer sends anything at all.
+	// Zero means no limit; it costs nothing then, and next to nothing
+	// otherwise: a counter per read from the peer, and a timer that runs
+	// only while calls wait.
+	SilenceTimeout time.Duration
+
 	// OnUnknownResponse, if set, is called on the reading goroutine for a
 	// response whose id matches no call in flight (a late answer to a
 	// cancelled call, say); such responses are dropped.
@@ -197,6 +211,7 @@ func (o *Options) configInto(cfg *config) {
 		onNotify:     o.OnNotify,
 		onUnknown:    o.OnUnknownResponse,
 		interceptors: o.Interceptors,
+		silence:      o.SilenceTimeout,
 		drainGrace:   true,
 	}
 }
@@ -227,6 +242,7 @@ type config struct {
 	order        Order
 	interceptors []Interceptor // outgoing calls pass through them
 	mem          *memBudget    // the Server's memory budget; nil for none
+	silence      time.Duration // SilenceTimeout
 }
 
 func newConn(cfg *config, ctx context.Context, r io.Reader, w io.Writer) *conn {
@@ -262,6 +278,7 @@ func initConn(c *conn, out *lineWriter, cfg *config, ctx context.Context, r io.R
 			noCancel:     cfg.noCancel,
 			onUnknown:    cfg.onUnknown,
 			streamBuffer: cfg.streamBuffer,
+			silence:      silenceWatch{timeout: cfg.silence},
 		},
 		finished: make(chan struct{}),
 		aborted:  make(chan struct{}),

@@ -19,6 +19,14 @@ const stderrWaitDelay = 100 * time.Millisecond
 
 // A Process is a child process that serves JSON-RPC on its standard input
 // and output, with a [Conn] connected to it.
+//
+// A Process reaps itself when its connection ends, whether the child
+// exited or the Conn was closed: it closes the child's standard input,
+// gives it up to 5 seconds (less if Close is called meanwhile with a
+// shorter WaitDelay) to exit, kills it if it has not, and waits for it, so
+// that no zombie is left. A [Redialer] whose Dial starts a process (see
+// its example) thus restarts a child that dies, and its Close, which
+// closes the Conn, ends the last child.
 type Process struct {
 	*Conn
 
@@ -29,9 +37,10 @@ type Process struct {
 	// closing its standard input; zero means 5 seconds.
 	WaitDelay time.Duration
 
-	once   sync.Once
-	waited chan struct{}
-	err    error
+	once    sync.Once
+	closing chan time.Duration // Close's WaitDelay, to the reaper
+	waited  chan struct{}      // closed once the process has been waited for
+	err     error
 }
 
 // StartProcess starts cmd, which must not have its Stdin or Stdout set,
@@ -43,7 +52,8 @@ type Process struct {
 // Close (see [Process.Close]); a nonzero cmd.WaitDelay is left alone.
 //
 // Call Close to shut the process down. If ctx ends first, the process is
-// killed (as with exec.CommandContext).
+// killed (as with exec.CommandContext). Either way, and when the
+// connection ends, the process is waited for (see [Process]).
 func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Process, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("jsonrpc: StartProcess: Stdin and Stdout must be unset")
@@ -67,23 +77,13 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Process, 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &Process{Cmd: cmd, Conn: NewConn(stdout, stdin, opts), waited: make(chan struct{})}
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			// A grandchild may hold the output open: stop reading it
-			// if it does not end soon.
-			t := time.NewTimer(p.waitDelay())
-			select {
-			case <-p.Conn.Done():
-			case <-t.C:
-				_ = p.Conn.Close()
-			}
-			t.Stop()
-		case <-p.waited:
-		}
-	}()
+	p := &Process{
+		Cmd:     cmd,
+		Conn:    NewConn(stdout, stdin, opts),
+		closing: make(chan time.Duration, 1),
+		waited:  make(chan struct{}),
+	}
+	go p.reap(ctx)
 	return p, nil
 }
 
@@ -100,13 +100,44 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Process, 
 // error to a writer that is not an *os.File to end, and then returns
 // [exec.ErrWaitDelay] if the process had exited 0.
 func (p *Process) Close() error {
-	p.once.Do(p.shutdown)
+	p.once.Do(func() { p.closing <- p.waitDelay() })
 	<-p.waited
 	return p.err
 }
 
-func (p *Process) shutdown() {
-	t := time.NewTimer(p.waitDelay())
+// reap waits for a reason to end the process: Close, the end of the
+// connection, or the end of ctx (which kills it at once). It then closes
+// the process's standard input, waits for it to exit, reading its output
+// to the end, and kills it if it has not exited in time: WaitDelay after
+// Close, or defaultWaitDelay after the connection ended by itself, or
+// Close's WaitDelay from then if Close comes meanwhile and that is sooner.
+func (p *Process) reap(ctx context.Context) {
+	closing := p.closing
+	var delay time.Duration
+	select {
+	case delay = <-closing:
+		closing = nil
+	case <-p.Conn.Done():
+		delay = defaultWaitDelay
+	case <-ctx.Done():
+		// Killed, the process ends its output, which ends the
+		// connection with the calls in flight: let it read that end
+		// before closing anything. A grandchild may hold the output
+		// open: stop reading it if it does not end soon, or at Close.
+		_ = p.Cmd.Process.Kill()
+		t := time.NewTimer(defaultWaitDelay)
+		select {
+		case <-p.Conn.Done():
+		case <-t.C:
+			p.kill()
+		case <-closing:
+			closing = nil
+			p.kill()
+		}
+		t.Stop()
+	}
+	deadline := time.Now().Add(delay)
+	t := time.NewTimer(delay)
 	defer t.Stop()
 	// Write what is buffered and close the process's input; a process
 	// that does not read holds this up, so it runs alongside the timer.
@@ -118,20 +149,26 @@ func (p *Process) shutdown() {
 	exited := make(chan struct{})
 	go func() {
 		// Read to the end of the output first: Wait closes the pipe.
-		select {
-		case <-p.Conn.Done():
-		case <-t.C:
-			p.kill()
-			<-p.Conn.Done()
-		}
+		// A kill stops the reading, if a grandchild holds the output.
+		<-p.Conn.Done()
 		p.err = p.Cmd.Wait()
 		close(exited)
 	}()
-	select {
-	case <-exited:
-	case <-t.C:
-		p.kill()
-		<-exited
+	for done := false; !done; {
+		select {
+		case <-exited:
+			done = true
+		case d := <-closing:
+			closing = nil
+			if until := time.Now().Add(d); until.Before(deadline) {
+				deadline = until
+				t.Reset(d)
+			}
+		case <-t.C:
+			p.kill()
+			<-exited
+			done = true
+		}
 	}
 	<-closed
 	close(p.waited)

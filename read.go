@@ -145,6 +145,9 @@ func (c *conn) beforeRead() bool {
 // afterRead notes that the reader is back from Read.
 func (c *conn) afterRead() {
 	c.parked.Store(false)
+	if c.silence.timeout > 0 {
+		c.fills.Add(1)
+	}
 }
 
 // readLoop is the reading role. It runs each unit inline, and returns when

@@ -9,22 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math/rand/v2"
 	"sync"
 	"time"
-)
-
-// Backoff bounds of a Redialer whose fields are zero.
-const (
-	defaultMinBackoff = 50 * time.Millisecond
-	defaultMaxBackoff = 5 * time.Second
 )
 
 // A Redialer is a [Caller] over a connection that it makes when first
 // needed and makes again whenever it breaks: a socket to a backend that
 // restarts, a balancer that resets connections, a child process that
-// exits. Calls made while it reconnects wait for the new connection
-// within their context.
+// exits (a [Process] started in Dial waits for its child once its
+// connection ends; see the example). Calls made while it reconnects wait
+// for the new connection within their context.
 //
 // A call that fails because its connection broke is made again on the
 // next connection when it surely did not run (see [MayHaveRun]), or when
@@ -46,7 +40,9 @@ type Redialer struct {
 	//		return jsonrpc.Dial(ctx, "tcp", addr, opts)
 	//	}
 	//
-	// Its ctx ends when the Redialer is closed.
+	// Its ctx ends when the Redialer is closed, not before: what the
+	// connection needs for its lifetime may use it, as a child process
+	// started with [StartProcess] does (see the example).
 	Dial func(ctx context.Context) (*Conn, error)
 
 	// OnConnect, if set, runs on each new connection before any call goes
@@ -69,7 +65,8 @@ type Redialer struct {
 	dialing chan struct{} // closed when the dial under way ends
 	dialErr error         // why the last dial failed
 	closed  bool
-	stop    context.CancelFunc // ends a dial under way
+	ctx     context.Context    // Dial's, until Close
+	stop    context.CancelFunc // ends ctx
 	wg      sync.WaitGroup     // the dialing goroutine
 }
 
@@ -116,12 +113,13 @@ func (r *Redialer) connFor(ctx context.Context) (*Conn, error) {
 // startDial starts the goroutine that makes the next connection. r.mu is
 // held.
 func (r *Redialer) startDial() {
-	ctx, stop := context.WithCancel(context.Background())
-	r.stop = stop
+	if r.ctx == nil {
+		r.ctx, r.stop = context.WithCancel(context.Background())
+	}
+	ctx := r.ctx
 	done := make(chan struct{})
 	r.dialing = done
 	r.wg.Go(func() {
-		defer stop()
 		c := r.dialLoop(ctx)
 		r.mu.Lock()
 		if c != nil && r.closed {
@@ -136,14 +134,7 @@ func (r *Redialer) startDial() {
 
 // dialLoop dials until a connection is made and set up, or ctx ends.
 func (r *Redialer) dialLoop(ctx context.Context) *Conn {
-	lo, hi := r.MinBackoff, r.MaxBackoff
-	if lo <= 0 {
-		lo = defaultMinBackoff
-	}
-	if hi <= 0 {
-		hi = defaultMaxBackoff
-	}
-	wait := lo
+	b := newBackoff(r.MinBackoff, r.MaxBackoff)
 	for {
 		c, err := r.Dial(ctx)
 		if err == nil && r.OnConnect != nil {
@@ -160,14 +151,9 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 		r.mu.Lock()
 		r.dialErr = err
 		r.mu.Unlock()
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, b.next()) {
 			return nil
 		}
-		wait = min(2*wait, hi)
 	}
 }
 
@@ -254,21 +240,22 @@ func (r *Redialer) Stream(ctx context.Context, method string, params any) iter.S
 	}
 }
 
-// Close closes the current connection, stops a dial under way, and makes
-// every later call fail with an error wrapping [ErrClosed]; calls waiting
-// for a connection fail at once. It returns once the dialing goroutine has
-// ended. Close is idempotent.
+// Close closes the current connection, then ends the context of Dial,
+// which stops a dial under way, and makes every later call fail with an
+// error wrapping [ErrClosed]; calls waiting for a connection fail at once.
+// It returns once the dialing goroutine has ended. Close is idempotent.
 func (r *Redialer) Close() error {
 	r.mu.Lock()
 	r.closed = true
 	c := r.conn
 	r.conn = nil
-	if r.stop != nil {
-		r.stop()
-	}
+	stop := r.stop
 	r.mu.Unlock()
 	if c != nil {
-		_ = c.Close()
+		_ = c.Close() // first, so that a child process gets its end of input rather than a kill
+	}
+	if stop != nil {
+		stop()
 	}
 	r.wg.Wait() // the dialing goroutine, if any
 	return nil

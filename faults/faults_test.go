@@ -74,7 +74,8 @@ var toxics = []toxic{
 		// toxiproxy's timeout starts its 1 s again with each piece of
 		// data it swallows: it closes a connection once the caller has
 		// sent nothing for 1 s, which a caller that goes on calling never
-		// does (see tcpCaller).
+		// does; the Conn ends by itself once its calls have waited
+		// SilenceTimeout for a byte (see tcpCaller).
 		name: "timeout: black hole, closed after 1 s without data (half)", kind: "timeout",
 		attrs:    map[string]any{"timeout": 1000},
 		toxicity: 0.5, deadline: time.Second, passes: true, closes: true,
@@ -205,7 +206,7 @@ func runFault(t *testing.T, transport string, tx toxic, ld load) *tally {
 
 // checkFault asserts what must hold whatever the fault.
 func checkFault(t *testing.T, tx toxic, ld load, ty *tally) {
-	t.Logf("%d calls in %v: %d right, %d wrong, %d duplicated, %d hung, %d *Error, %d closed, %d transport, %d deadline; %d connections dialed, %d closed as silent; right: %d after a failed call, %d over a connection dialed after one was dropped",
+	t.Logf("%d calls in %v: %d right, %d wrong, %d duplicated, %d hung, %d *Error, %d closed, %d transport, %d deadline; %d connections dialed, %d ended by SilenceTimeout; right: %d after a failed call, %d over a connection dialed after one was dropped",
 		ty.calls, ty.elapsed.Round(time.Millisecond), ty.by[right], ty.by[wrong], ty.dup, ty.by[hung], ty.by[answerErr], ty.by[closed], ty.by[transport], ty.by[deadline], ty.dials, ty.abandoned, ty.rightAfter, ty.rightRedial)
 	for _, e := range sortedErrors(ty.errs) {
 		t.Logf("  %6d × %s", ty.errs[e], e)
@@ -252,7 +253,7 @@ func sortedErrors(errs map[string]int) []string {
 // the failed calls got, run by run.
 func markdown(results []result) string {
 	var b strings.Builder
-	b.WriteString("| transport | toxic | calls | right | wrong | duplicated | hung | *Error | closed | transport error | deadline (±25%) | connections (closed as silent) | right after a failed call | right over a redialed connection | p50 right | p99 right | run took |\n")
+	b.WriteString("| transport | toxic | calls | right | wrong | duplicated | hung | *Error | closed | transport error | deadline (±25%) | connections (ended by SilenceTimeout) | right after a failed call | right over a redialed connection | p50 right | p99 right | run took |\n")
 	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
 		ty := r.ty

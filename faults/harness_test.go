@@ -181,19 +181,16 @@ func startProxy(t *testing.T, name, upstream string, tx toxic) string {
 type caller interface {
 	call(ctx context.Context, w int, p echo, result *echo) (err error, redialed bool)
 	dials() int
-	// abandoned counts the connections that the caller closed itself,
-	// taking them for black holes.
+	// abandoned counts the connections that ended because their peer
+	// went silent (Options.SilenceTimeout).
 	abandoned() int
 	close()
 }
 
 // tcpCaller spreads its workers over a few Dial'd Conns. When a Conn
-// ends, the next worker to see it dials again (the library has no
-// reconnecting client yet). A Conn that lets silentLimit calls in a row
-// pass their deadlines, with no answer between them, is taken for a black
-// hole: the caller closes it, as net/http closes a connection whose
-// request was cancelled, and dials again (a Conn has no heartbeat of its
-// own to notice a peer that went silent).
+// ends, the next worker to see it dials again. A Conn behind a black hole
+// ends by itself, once its calls have waited silenceTimeout with no byte
+// from the proxy (Options.SilenceTimeout).
 type tcpCaller struct {
 	addr           string
 	perConn        int
@@ -202,20 +199,26 @@ type tcpCaller struct {
 	abandonedConns atomic.Int64
 }
 
-const silentLimit = 3
+// silenceTimeout is the Conns' SilenceTimeout: two deadlines of the
+// black-hole run, and well over any wait for a byte under the toxics that
+// let data through (64 KB/s sends a message of the run in a few ms).
+const silenceTimeout = 2 * time.Second
+
+// tcpOptions are the options of the caller's Conns.
+var tcpOptions = &jsonrpc.Options{SilenceTimeout: silenceTimeout}
 
 type tcpSlot struct {
 	mu     sync.Mutex
 	c      *jsonrpc.Conn
-	gen    int // how many times this slot has dialed again
-	silent int // calls in a row that passed their deadline on c
+	gen    int  // how many times this slot has dialed again
+	silent bool // c ended because its peer went silent (counted once)
 }
 
 func newTCPCaller(t *testing.T, addr string, conns, perConn int) *tcpCaller {
 	t.Helper()
 	tc := &tcpCaller{addr: addr, perConn: perConn}
 	for range conns {
-		c, err := jsonrpc.Dial(t.Context(), "tcp", addr, nil)
+		c, err := jsonrpc.Dial(t.Context(), "tcp", addr, tcpOptions)
 		require.NoError(t, err)
 		tc.slots = append(tc.slots, &tcpSlot{c: c})
 	}
@@ -231,13 +234,13 @@ func (tc *tcpCaller) conn(s *tcpSlot) (*jsonrpc.Conn, int, error) {
 	case <-s.c.Done():
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		c, err := jsonrpc.Dial(ctx, "tcp", tc.addr, nil)
+		c, err := jsonrpc.Dial(ctx, "tcp", tc.addr, tcpOptions)
 		if err != nil {
 			return nil, s.gen, err
 		}
 		s.c = c
 		s.gen++
-		s.silent = 0
+		s.silent = false
 		tc.dialed.Add(1)
 	default:
 	}
@@ -251,22 +254,13 @@ func (tc *tcpCaller) call(ctx context.Context, w int, p echo, result *echo) (err
 		return err, false
 	}
 	err = c.Call(ctx, "echo", p, result)
-	abandon := false
-	s.mu.Lock()
-	if s.c == c {
-		switch classify(err) {
-		case deadline:
-			s.silent++
-			abandon = s.silent == silentLimit
-		case closed, transport:
-		default: // answered
-			s.silent = 0
+	if classify(err) == closed && strings.Contains(err.Error(), "SilenceTimeout") {
+		s.mu.Lock()
+		if s.c == c && !s.silent {
+			s.silent = true
+			tc.abandonedConns.Add(1)
 		}
-	}
-	s.mu.Unlock()
-	if abandon {
-		tc.abandonedConns.Add(1)
-		_ = c.Close()
+		s.mu.Unlock()
 	}
 	return err, gen > 0
 }

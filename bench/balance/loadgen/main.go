@@ -112,9 +112,9 @@ func main() {
 	flag.StringVar(&cfg.lbLog, "lb-log", "", "the balancer's log `file`, with a line for every HTTP request (see run.sh), read after the run to find the backend of calls that got no answer")
 	flag.StringVar(&cfg.mdFile, "md", "", "append a Markdown table row for this run to `file`")
 	flag.StringVar(&cfg.control, "control", "", "a rolling-restart run, driven through files in `dir` (see rolling.go): calls go on until dir/stop exists, and are checked against the backends' counts listed in dir/counts")
-	flag.BoolVar(&cfg.reconnect, "reconnect", false, "with -control: over TCP, each caller calls through a jsonrpc.Redialer; over HTTP, calls that surely did not run are made again")
+	flag.BoolVar(&cfg.reconnect, "reconnect", false, "with -control: over TCP, each caller calls through a jsonrpc.Redialer; over HTTP, the HTTPClient retries (its Retry: -idempotent)")
 	methods := flag.String("methods", "subtract,sum", "with -control: the `methods` that calls take in turn")
-	idempotent := flag.String("idempotent", "subtract", "with -control: the `methods` declared safe to repeat (the Redialer's Retry); none if empty")
+	idempotent := flag.String("idempotent", "subtract", "with -control: the `methods` declared safe to repeat (the Retry of the Redialer and the HTTPClient); none if empty")
 	flag.Parse()
 	switch *signal {
 	case "KILL", "SIGKILL":
@@ -278,8 +278,9 @@ type caller interface {
 // A callTag, in a call's context, names the call to the balancer and
 // receives the backend the balancer says answered it.
 type callTag struct {
-	id      string // the X-Call header, unique to the call
-	backend string // the X-Backend header of the response
+	id       string // the X-Call header, unique to the call
+	backend  string // the X-Backend header of the response
+	attempts int    // requests sent for the call (HTTPClient retries it)
 }
 
 type callTagKey struct{}
@@ -295,6 +296,9 @@ func (t httpTagger) RoundTrip(r *http.Request) (*http.Response, error) {
 	if tag != nil && tag.id != "" {
 		r = r.Clone(r.Context())
 		r.Header.Set("X-Call", tag.id)
+	}
+	if tag != nil {
+		tag.attempts++
 	}
 	resp, err := t.base.RoundTrip(r)
 	if resp != nil && tag != nil {
@@ -329,7 +333,7 @@ type httpCaller struct {
 	cfg    *config
 	hc     *jsonrpc.HTTPClient
 	direct string // the backend, when there is only one
-	again  int    // calls made again after "not run" (-reconnect)
+	again  int    // requests sent again by the HTTPClient's retries (-reconnect)
 }
 
 func (c *httpCaller) call(ctx context.Context, i int64) (string, error) {
@@ -337,22 +341,8 @@ func (c *httpCaller) call(ctx context.Context, i int64) (string, error) {
 	ctx = context.WithValue(ctx, callTagKey{}, tag)
 	method := c.cfg.method(i)
 	err := callMethod(ctx, c.hc, method, i)
-	if c.cfg.reconnect {
-		// HTTPClient has no retry of its own: a call that surely did
-		// not run (a 503 of a stopping backend or of the balancer, a
-		// connection refused) is made again, after a short pause, until
-		// its deadline.
-		pause := 2 * time.Millisecond
-		for err != nil && !jsonrpc.MayHaveRun(err) && !errors.Is(err, errCheck) {
-			select {
-			case <-ctx.Done():
-				return tag.backend, err
-			case <-time.After(pause):
-			}
-			pause = min(2*pause, 100*time.Millisecond)
-			c.again++
-			err = callMethod(ctx, c.hc, method, i)
-		}
+	if tag.attempts > 1 {
+		c.again += tag.attempts - 1
 	}
 	backend := tag.backend
 	if backend == "" {

@@ -154,6 +154,16 @@ func runRolling(cfg *config) error {
 	if err := waitBackends(ctx, cfg, hc); err != nil {
 		return err
 	}
+	if hc != nil && cfg.reconnect {
+		// The HTTPClient's own retries: what surely did not run (a 503
+		// of a stopping backend or of the balancer, a connection
+		// refused) is sent again, and what may have run only for the
+		// idempotent methods, as the Redialer does over TCP; pauses
+		// of 2-4 ms doubling to 100 ms (a 503's Retry-After of 1 s is
+		// longer, so it is not waited).
+		hc.Retry = func(method string) bool { return slices.Contains(cfg.idempotent, method) }
+		hc.MinBackoff, hc.MaxBackoff = 4*time.Millisecond, 100*time.Millisecond
+	}
 	callers := make([]caller, cfg.callers)
 	for k := range callers {
 		switch {
@@ -285,7 +295,7 @@ func runRolling(cfg *config) error {
 		rep.dials = int(dials) // connections that named their backend
 	}
 	if cfg.mode == "http" && cfg.reconnect {
-		rep.lines = append(rep.lines, fmt.Sprintf("retry: %d attempts made again by the loadgen after a failure that surely did not run", again))
+		rep.lines = append(rep.lines, fmt.Sprintf("retry: %d requests sent again by the HTTPClient's retries", again))
 		roll.again = strconv.Itoa(again)
 	}
 	rep.print(cfg)
@@ -486,7 +496,7 @@ func (r rollRow) appendRow(cfg *config, s *summary) error {
 	client := "Dial, dialled again by the loadgen"
 	switch {
 	case cfg.mode == "http" && cfg.reconnect:
-		client = "HTTPClient, not-run calls made again (" + r.again + ")"
+		client = "HTTPClient with Retry (" + r.again + " sent again)"
 	case cfg.mode == "http":
 		client = "HTTPClient"
 	case cfg.reconnect:

@@ -1,0 +1,192 @@
+package jsonrpc_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ndjsonrpc/jsonrpc"
+)
+
+// scriptedPeer reads the requests that come on its end of a pipe and
+// hands each, with the writer, to answer, on its own goroutine; it ends
+// when the pipe does.
+func scriptedPeer(t *testing.T, end net.Conn, answer func(w net.Conn, id json.RawMessage)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	wg.Go(func() {
+		r := bufio.NewReader(end)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(line, &m) != nil || m.ID == nil || strings.HasPrefix(m.Method, "$/") {
+				continue
+			}
+			wg.Go(func() { answer(end, m.ID) })
+		}
+	})
+}
+
+// pause sleeps d, or less if t ends first.
+func pause(t *testing.T, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-t.Context().Done():
+	}
+}
+
+const silence = 10 * time.Second
+
+func silentConn(t *testing.T, timeout time.Duration, answer func(w net.Conn, id json.RawMessage)) *jsonrpc.Conn {
+	t.Helper()
+	client, server := net.Pipe()
+	scriptedPeer(t, server, answer)
+	c := jsonrpc.NewConn(client, client, &jsonrpc.Options{SilenceTimeout: timeout})
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = server.Close()
+	})
+	return c
+}
+
+func never(net.Conn, json.RawMessage) {}
+
+func TestSilenceTimeout(t *testing.T) {
+	t.Run("a silent peer ends the connection", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, never)
+			start := time.Now()
+			err := c.Call(t.Context(), "echo", nil, nil)
+			took := time.Since(start)
+			require.ErrorIs(t, err, jsonrpc.ErrClosed)
+			assert.Contains(t, err.Error(), "SilenceTimeout", "the error says why")
+			assert.True(t, jsonrpc.MayHaveRun(err), "the call was sent")
+			assert.GreaterOrEqual(t, took, silence)
+			assert.LessOrEqual(t, took, silence+silence/4)
+			synctest.Wait()
+			select {
+			case <-c.Done():
+			default:
+				t.Error("the connection did not end")
+			}
+		})
+	})
+	t.Run("a stream too", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, never)
+			var last error
+			for _, err := range c.Stream(t.Context(), "count", nil) {
+				last = err
+			}
+			assert.ErrorIs(t, last, jsonrpc.ErrClosed)
+		})
+	})
+	t.Run("short calls add up", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, never)
+			calls := 0
+			for {
+				calls++
+				ctx, cancel := context.WithTimeout(t.Context(), silence/3)
+				err := c.Call(ctx, "echo", nil, nil)
+				cancel()
+				if errors.Is(err, jsonrpc.ErrClosed) {
+					assert.Contains(t, err.Error(), "SilenceTimeout")
+					break
+				}
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.Less(t, calls, 10, "calls of a third of SilenceTimeout each never end the connection")
+				time.Sleep(time.Minute) // idle time between calls does not count
+			}
+			assert.GreaterOrEqual(t, calls, 3, "the connection ends once the calls have waited SilenceTimeout in all")
+			assert.LessOrEqual(t, calls, 4)
+		})
+	})
+	t.Run("a slow answer ends it, if nothing else came", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, func(w net.Conn, id json.RawMessage) {
+				pause(t, 2*silence)
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":1}` + "\n"))
+			})
+			assert.ErrorIs(t, c.Call(t.Context(), "echo", nil, nil), jsonrpc.ErrClosed)
+		})
+	})
+	t.Run("a peer that sends something is not silent", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, func(w net.Conn, id json.RawMessage) {
+				for range 10 {
+					pause(t, silence/2)
+					_, _ = w.Write([]byte(`{"jsonrpc":"2.0","method":"progress"}` + "\n"))
+				}
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":1}` + "\n"))
+			})
+			var n int
+			require.NoError(t, c.Call(t.Context(), "echo", nil, &n), "five SilenceTimeouts of waiting, with a byte every half")
+			assert.Equal(t, 1, n)
+		})
+	})
+	t.Run("an idle connection is not silent", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, func(w net.Conn, id json.RawMessage) {
+				_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":1}` + "\n"))
+			})
+			require.NoError(t, c.Call(t.Context(), "echo", nil, nil))
+			time.Sleep(100 * silence)
+			require.NoError(t, c.Call(t.Context(), "echo", nil, nil))
+		})
+	})
+	t.Run("zero: no limit", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, 0, never)
+			ctx, cancel := context.WithTimeout(t.Context(), 100*silence)
+			defer cancel()
+			err := c.Call(ctx, "echo", nil, nil)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.NotErrorIs(t, err, jsonrpc.ErrClosed)
+		})
+	})
+}
+
+// TestSilenceTimeoutRedialer checks that a Redialer dials again when its
+// connection's peer goes silent, and makes an idempotent call again on the
+// new connection.
+func TestSilenceTimeoutRedialer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dials := 0
+		r := &jsonrpc.Redialer{
+			Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+				dials++
+				answer := never // the first peer is a black hole
+				if dials > 1 {
+					answer = func(w net.Conn, id json.RawMessage) {
+						_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":2}` + "\n"))
+					}
+				}
+				return silentConn(t, silence, answer), nil
+			},
+			Retry: func(method string) bool { return method == "get" },
+		}
+		defer r.Close()
+		var n int
+		require.NoError(t, r.Call(t.Context(), "get", nil, &n))
+		assert.Equal(t, 2, n)
+		assert.Equal(t, 2, dials)
+	})
+}
