@@ -5,6 +5,7 @@ package jsonrpc
 // take and give back room in it (see [Server.MaxMemory]).
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -185,7 +186,7 @@ func (b *memBudget) wake() {
 // readBudget is what a connection's reader needs to grow its buffer in
 // its server's budget.
 type readBudget struct {
-	mem  *memBudget
+	mem  *memAccount
 	own  *atomic.Int64 // the bytes the connection's units hold
 	stop func() bool   // reading has stopped
 	quit <-chan struct{}
@@ -210,4 +211,85 @@ func (lr *lineReader) charge(size int) bool {
 	}
 	lr.charged = want
 	return true
+}
+
+// A memAccount is one connection's share of its server's memory budget:
+// what it takes and gives goes through it, so that when the connection
+// ends, close gives back what it still holds (requests dropped from its
+// queue, its read buffer), and what a goroutine of it that outlives it
+// gives or takes later is not counted again. One whose mem is nil is no
+// budget.
+type memAccount struct {
+	mem  *memBudget
+	held atomic.Int64 // bytes taken and not given back; acctClosed once closed
+}
+
+// acctClosed marks a closed memAccount.
+const acctClosed = math.MinInt64 / 2
+
+// add counts n more bytes taken, and reports false if the account is
+// closed.
+func (a *memAccount) add(n int) bool {
+	for {
+		h := a.held.Load()
+		if h < 0 {
+			return false
+		}
+		if a.held.CompareAndSwap(h, h+int64(n)) {
+			return true
+		}
+	}
+}
+
+func (a *memAccount) full(own int) bool { return a.mem.full(own) }
+
+func (a *memAccount) tryTake(n, own int) bool {
+	if a.mem == nil {
+		return true
+	}
+	if !a.mem.tryTake(n, own) {
+		return false
+	}
+	if !a.add(n) {
+		a.mem.give(n)
+	}
+	return true
+}
+
+func (a *memAccount) take(n int) {
+	if a.mem != nil && n != 0 && a.add(n) {
+		a.mem.take(n)
+	}
+}
+
+func (a *memAccount) give(n int) {
+	if a.mem != nil && n != 0 && a.add(-n) {
+		a.mem.give(n)
+	}
+}
+
+// grow takes n bytes for lr's buffer as memBudget.grow does; it reports
+// false, holding nothing more, if reading stopped or the account closed.
+func (a *memAccount) grow(lr *lineReader, n int, own *atomic.Int64, stop func() bool, quit <-chan struct{}) bool {
+	if !a.mem.grow(lr, n, own, stop, quit) {
+		return false
+	}
+	if !a.add(n) {
+		a.mem.give(n)
+		return false
+	}
+	return true
+}
+
+func (a *memAccount) wake() { a.mem.wake() }
+
+// close gives back what the connection still holds; from then on the
+// account counts nothing.
+func (a *memAccount) close() {
+	if a.mem == nil {
+		return
+	}
+	if h := a.held.Swap(acctClosed); h > 0 {
+		a.mem.give(int(h))
+	}
 }

@@ -339,3 +339,37 @@ func TestServerMemoryBudgetBoundUnderMixedLoad(t *testing.T) {
 		t.Errorf("peak %d bytes held, over the bound %d", p, bound)
 	}
 }
+
+func TestServerMemoryBudgetComesBackWhenConnectionsEnd(t *testing.T) {
+	s, _ := budgetServer(0)
+	mem := s.memory()
+
+	// A peer that goes away in the middle of a long line: its reader's
+	// grown buffer must not stay charged.
+	a, b := net.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = s.Serve(context.Background(), b, b)
+		b.Close()
+	}()
+	_, _ = a.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + strings.Repeat("x", 300<<10)))
+	waitFor(t, "the buffer to be charged", func() bool { return mem.held.Load() > 0 })
+	a.Close()
+	<-served
+	if h := mem.held.Load(); h != 0 {
+		t.Errorf("a connection that ended in a long line left %d bytes charged", h)
+	}
+
+	// Requests queued behind a blocked handler, dropped by Close.
+	p := newRawPeer(t, s)
+	p.send(1, "block", pad(10))
+	for id := 2; id <= 10; id++ {
+		p.send(id, "block", pad(10<<10))
+	}
+	waitFor(t, "requests to queue", func() bool { return mem.held.Load() > 50<<10 })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the budget to empty", func() bool { return mem.held.Load() == 0 })
+}

@@ -30,7 +30,7 @@ type conn struct {
 	maxBatch   int
 	maxFlight  int32
 	budget     int        // MaxPendingBytes
-	mem        *memBudget // the Server's memory budget; nil for none
+	mem        memAccount // the connection's share of the Server's memory budget; nil for none
 	hideDetail bool
 	grace      time.Duration
 	drainGrace bool

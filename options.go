@@ -285,11 +285,11 @@ func initConn(c *conn, out *lineWriter, cfg *config, ctx context.Context, r io.R
 	}
 	if c.in == nil {
 		c.in = newFramedReader(cfg.framing, r, cfg.maxMessage)
-		if cfg.mem != nil {
-			c.in.budget = &readBudget{mem: cfg.mem, own: &c.held, stop: c.readStopped, quit: c.aborted}
-		}
 	}
-	c.mem = cfg.mem
+	c.mem.mem = cfg.mem
+	if cfg.mem != nil && c.in.budget == nil && c.in.mode != modeWhole {
+		c.in.budget = &readBudget{mem: &c.mem, own: &c.held, stop: c.readStopped, quit: c.aborted}
+	}
 	if len(cfg.interceptors) > 0 {
 		c.chain = chainOf(cfg.interceptors, innermost(c))
 	}

@@ -158,6 +158,7 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	c.mem.close() // what it still holds goes back to the budget
 }
 
 // closeAll marks the server closed, closes its listeners, and returns the
