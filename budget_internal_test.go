@@ -26,7 +26,9 @@ type rawPeer struct {
 	arrived chan struct{} // an answer arrived
 }
 
-func newRawPeer(t *testing.T, s *Server) *rawPeer {
+// servePipe serves one end of a pipe with s and returns the other, and a
+// channel closed once Serve has returned.
+func servePipe(s *Server) (net.Conn, <-chan struct{}) {
 	a, b := net.Pipe()
 	served := make(chan struct{})
 	go func() {
@@ -34,6 +36,11 @@ func newRawPeer(t *testing.T, s *Server) *rawPeer {
 		_ = s.Serve(context.Background(), b, b)
 		b.Close()
 	}()
+	return a, served
+}
+
+func newRawPeer(t *testing.T, s *Server) *rawPeer {
+	a, served := servePipe(s)
 	p := &rawPeer{t: t, c: a, answers: map[string]*Response{}, arrived: make(chan struct{}, 1)}
 	read := make(chan struct{})
 	go func() {
@@ -346,13 +353,7 @@ func TestServerMemoryBudgetComesBackWhenConnectionsEnd(t *testing.T) {
 
 	// A peer that goes away in the middle of a long line: its reader's
 	// grown buffer must not stay charged.
-	a, b := net.Pipe()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = s.Serve(context.Background(), b, b)
-		b.Close()
-	}()
+	a, served := servePipe(s)
 	_, _ = a.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + strings.Repeat("x", 300<<10)))
 	waitFor(t, "the buffer to be charged", func() bool { return mem.held.Load() > 0 })
 	a.Close()
