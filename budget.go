@@ -127,9 +127,20 @@ func (b *memBudget) give(n int) {
 // stop reports true, or quit is closed (stopReading and abort call wake).
 // own is what lr's connection holds besides lr's buffer.
 func (b *memBudget) grow(lr *lineReader, n int, own *atomic.Int64, stop func() bool, quit <-chan struct{}) bool {
+	b.mu.Lock()
+	if len(b.line) == 0 {
+		// Room now, and no reader before this one: it need not wait,
+		// and must not count as waiting, which would shed the work of
+		// every other connection meanwhile.
+		others := b.held.Load() - own.Load() - int64(lr.charged)
+		if others <= 0 || others+int64(lr.charged+n) <= b.max {
+			b.notePeak(b.held.Add(int64(n)))
+			b.mu.Unlock()
+			return true
+		}
+	}
 	b.waiting.Add(1)
 	defer b.waiting.Add(-1)
-	b.mu.Lock()
 	b.line = append(b.line, lr)
 	b.partial.Add(int64(lr.charged))
 	// The first in line no longer waits for this reader's bytes.
