@@ -5,14 +5,12 @@ package jsonrpc
 // server-sent events or as newline-delimited JSON.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"iter"
-	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -633,96 +631,4 @@ func notRunAnswer(head []byte) *Error {
 		}
 	}
 	return ErrNotRun
-}
-
-// messages calls f for each message of x's response, whatever its
-// framing, until f reports false or fails; f's envelopes are valid only
-// during the call. A response without a body (202, 204) has no messages.
-// It notes in x whether it read the body to its end.
-func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope, kind lineKind) (bool, error)) error {
-	resp := x.resp
-	if resp.StatusCode != http.StatusOK {
-		return nil
-	}
-	limit := c.MaxMessageSize
-	if limit <= 0 {
-		limit = defaultMaxMessageSize
-	}
-	sc := clientScratchPool.Get().(*clientScratch)
-	defer sc.put()
-	var batch []envelope
-	each := func(msg []byte) (bool, error) {
-		var kind lineKind
-		kind, batch = scanLine(msg, &sc.one, batch, defaultMaxBatch)
-		switch kind {
-		case lineObject, lineBatch:
-			return f(&sc.one, batch, kind)
-		}
-		return false, errMalformedResponse
-	}
-	var mr MessageReader // nil for plain JSON: the body is one message
-	switch mediaType(resp.Header.Get("Content-Type")) {
-	case contentSSE:
-		mr = &sseReader{lineScanner: lineScanner{r: bufio.NewReader(resp.Body), max: limit}}
-	case contentNDJSON:
-		mr = &ndjsonReader{lineScanner{r: bufio.NewReader(resp.Body), max: limit}}
-	}
-	for mr != nil {
-		msg, err := mr.ReadMessage()
-		if err == io.EOF {
-			x.eof = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if more, err := each(msg); !more || err != nil {
-			return err
-		}
-	}
-	body, _, err := readBodyInto(sc.body, resp.Body, resp.ContentLength, limit, nil)
-	if err != nil {
-		return err
-	}
-	sc.body = body
-	x.eof = true
-	_, err = each(body)
-	return err
-}
-
-// mediaType returns the media type of a Content-Type, as
-// mime.ParseMediaType reads it, but without its allocations for the
-// types of the transport written plainly.
-func mediaType(ct string) string {
-	switch ct {
-	case contentJSON, contentSSE, contentNDJSON:
-		return ct
-	}
-	mt, _, _ := mime.ParseMediaType(ct)
-	return mt
-}
-
-// clientScratch is what an HTTPClient reads a response with, kept in a
-// pool between calls: the envelope of the message scanned, and the buffer
-// of a plain JSON body. Nothing of a response outlives its call: what a
-// call keeps (a result, an error's data) is decoded or copied out of it,
-// and OnNotify's request is valid only during its call.
-type clientScratch struct {
-	one  envelope
-	body []byte
-}
-
-var clientScratchPool = sync.Pool{New: func() any { return new(clientScratch) }}
-
-// maxPooledBody is the largest body buffer a clientScratch keeps.
-const maxPooledBody = 16 << 10
-
-// put returns sc to the pool, holding no slice of the response.
-func (sc *clientScratch) put() {
-	sc.one = envelope{}
-	if cap(sc.body) > maxPooledBody {
-		sc.body = nil
-	}
-	sc.body = sc.body[:0]
-	clientScratchPool.Put(sc)
 }
