@@ -479,14 +479,21 @@ type killRecord struct {
 	done     int64         // calls finished by then
 }
 
-func run(cfg *config) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+// startRun returns the HTTPClient of an HTTP run (nil over TCP) once the
+// backends answer.
+func startRun(ctx context.Context, cfg *config) (*jsonrpc.HTTPClient, error) {
 	var hc *jsonrpc.HTTPClient
 	if cfg.mode == "http" {
 		hc = newHTTPClient(cfg)
 	}
-	if err := waitBackends(ctx, cfg, hc); err != nil {
+	return hc, waitBackends(ctx, cfg, hc)
+}
+
+func run(cfg *config) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hc, err := startRun(ctx, cfg)
+	if err != nil {
 		return err
 	}
 

@@ -147,11 +147,8 @@ func touch(dir, name string) error {
 func runRolling(cfg *config) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var hc *jsonrpc.HTTPClient
-	if cfg.mode == "http" {
-		hc = newHTTPClient(cfg)
-	}
-	if err := waitBackends(ctx, cfg, hc); err != nil {
+	hc, err := startRun(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	if hc != nil && cfg.reconnect {
@@ -283,7 +280,7 @@ func runRolling(cfg *config) error {
 	cctx, ccancel := context.WithTimeout(ctx, 60*time.Second)
 	defer ccancel()
 	var counts []processCount
-	err := waitFile(cctx, cfg.control, "counts")
+	err = waitFile(cctx, cfg.control, "counts")
 	if err == nil {
 		counts, err = readCounts(filepath.Join(cfg.control, "counts"))
 	}
