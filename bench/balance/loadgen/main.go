@@ -489,6 +489,14 @@ func startRun(ctx context.Context, cfg *config) (*jsonrpc.HTTPClient, error) {
 	return hc, waitBackends(ctx, cfg, hc)
 }
 
+// dialCaller returns a TCP caller connected within cfg.wait.
+func dialCaller(ctx context.Context, cfg *config) (*tcpCaller, error) {
+	tc := &tcpCaller{cfg: cfg}
+	dctx, cancel := context.WithTimeout(ctx, cfg.wait)
+	defer cancel()
+	return tc, tc.connect(dctx)
+}
+
 func run(cfg *config) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -506,10 +514,7 @@ func run(cfg *config) error {
 			}
 			continue
 		}
-		tc := &tcpCaller{cfg: cfg}
-		dctx, dcancel := context.WithTimeout(ctx, cfg.wait)
-		err := tc.connect(dctx)
-		dcancel()
+		tc, err := dialCaller(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("caller %d: %w", k, err)
 		}

@@ -169,10 +169,7 @@ func runRolling(cfg *config) error {
 		case cfg.reconnect:
 			callers[k] = newRedialCaller(cfg)
 		default:
-			tc := &tcpCaller{cfg: cfg}
-			dctx, dcancel := context.WithTimeout(ctx, cfg.wait)
-			err := tc.connect(dctx)
-			dcancel()
+			tc, err := dialCaller(ctx, cfg)
 			if err != nil {
 				return fmt.Errorf("caller %d: %w", k, err)
 			}
