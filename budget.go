@@ -112,14 +112,9 @@ func (b *memBudget) give(n int) {
 		return
 	}
 	b.held.Add(int64(-n))
-	// waiting is stored before a reader reads held, and held before this
+	// waiting is stored before a reader reads held, and held before wake
 	// reads waiting: either the reader sees the room or this wakes it.
-	if b.waiting.Load() > 0 {
-		b.mu.Lock()
-		close(b.room)
-		b.room = make(chan struct{})
-		b.mu.Unlock()
-	}
+	b.wake()
 }
 
 // grow takes n more bytes for lr's buffer, waiting while they do not fit
@@ -144,8 +139,7 @@ func (b *memBudget) grow(lr *lineReader, n int, own *atomic.Int64, stop func() b
 	b.line = append(b.line, lr)
 	b.partial.Add(int64(lr.charged))
 	// The first in line no longer waits for this reader's bytes.
-	close(b.room)
-	b.room = make(chan struct{})
+	b.wakeLocked()
 	defer func() {
 		for i, w := range b.line {
 			if w == lr {
@@ -179,19 +173,24 @@ func (b *memBudget) grow(lr *lineReader, n int, own *atomic.Int64, stop func() b
 	}
 }
 
-// wake wakes the readers waiting for room, to look again whether they
-// should stop.
+// wake wakes the readers waiting for room, if any, to look again
+// whether they have it or should stop.
 func (b *memBudget) wake() {
-	// waiting is stored before a reader asks whether to stop, and what
-	// makes it stop before this reads waiting: either the reader sees
-	// that it must stop or this wakes it.
+	// waiting is stored before a reader looks, and what gives it room or
+	// makes it stop before this reads waiting: either the reader sees it
+	// or this wakes it.
 	if b == nil || b.waiting.Load() == 0 {
 		return
 	}
 	b.mu.Lock()
+	b.wakeLocked()
+	b.mu.Unlock()
+}
+
+// wakeLocked wakes the readers waiting for room; b.mu is held.
+func (b *memBudget) wakeLocked() {
 	close(b.room)
 	b.room = make(chan struct{})
-	b.mu.Unlock()
 }
 
 // readBudget is what a connection's reader needs to grow its buffer in
