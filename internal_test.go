@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"math"
@@ -314,4 +315,23 @@ func TestClosedErrorSaysItOnce(t *testing.T) {
 		assert.ErrorIs(t, err, ErrClosed)
 	}
 	assert.Equal(t, "jsonrpc: closed: EOF", (&closedError{cause: io.EOF}).Error())
+}
+
+// TestOutputBufferDoubles checks that a writer's buffer grows to
+// flushThreshold in a few doublings: appended to without a write (a
+// reader answering line after line), it grew a quarter at a time before,
+// some twenty allocations where five do.
+func TestOutputBufferDoubles(t *testing.T) {
+	lw := newLineWriter(io.Discard)
+	line := bytes.Repeat([]byte("x"), 60)
+	add := func(b []byte) []byte { return append(b, line...) }
+	allocs := testing.AllocsPerRun(1, func() {
+		lw.buf = nil
+		for len(lw.buf) < flushThreshold-len(line)-1 {
+			lw.addLine(add)
+		}
+	})
+	if allocs > 5 {
+		t.Errorf("%v allocations to fill the buffer to %d bytes; want at most 5 (4 KiB doubled to 64 KiB)", allocs, len(lw.buf))
+	}
 }

@@ -14,9 +14,10 @@ import (
 // and never reused, so one a handler keeps stays valid (and cancelled).
 func (rs *readState) newCtx(c *conn, id string, inBatch bool) *reqCtx {
 	if len(rs.slab) == 0 {
-		// The blocks double from 4 up to 256 contexts, so that a short
-		// connection (one HTTP request) makes a small one.
-		rs.slabSize = min(max(2*rs.slabSize, 4), 256)
+		// The blocks double from 4 up to 512 contexts (28 KiB), so that a
+		// short connection (one HTTP request) makes a small one and a
+		// busy one makes one allocation per 512 requests.
+		rs.slabSize = min(max(2*rs.slabSize, 4), 512)
 		rs.slab = make([]reqCtx, rs.slabSize)
 	}
 	rc := &rs.slab[0]

@@ -424,11 +424,28 @@ func (lw *lineWriter) pending() bool {
 // addLine adds one message, built by add, to the buffer, framed; lw.mu
 // is held.
 func (lw *lineWriter) addLine(add func([]byte) []byte) {
+	if cap(lw.buf)-len(lw.buf) < minRoom && cap(lw.buf) < flushThreshold {
+		lw.buf = growOutput(lw.buf)
+	}
 	if lw.mode == modeLine {
 		lw.buf = append(add(lw.buf), '\n')
 	} else {
 		lw.buf = lw.appendFramed(lw.buf, add)
 	}
+}
+
+// minRoom is the room an output buffer under flushThreshold keeps for
+// the next message: below it, growOutput doubles the buffer.
+const minRoom = 256
+
+// growOutput returns b with twice its capacity, at least 4 KiB. An output
+// buffer grows to flushThreshold in a few doublings this way, where
+// append's growth (a quarter at a time past 256 bytes) took some twenty
+// allocations for each of a connection's two buffers.
+func growOutput(b []byte) []byte {
+	nb := make([]byte, len(b), max(2*cap(b), 4<<10))
+	copy(nb, b)
+	return nb
 }
 
 // appendCtx adds one line, built by add, to the buffer, without writing
