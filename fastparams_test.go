@@ -110,6 +110,9 @@ type directShape struct {
 	func_  func(b []byte, valid bool) (any, error)
 	before func(b []byte, valid bool) (any, error)
 	direct func(b []byte) (v any, ok, unknown bool) // unknown: members that name no field were skipped
+	// result decodes b as a call's result, into a zero value or into one
+	// set already (prefill); resultBefore as before the direct decoder.
+	result, resultBefore func(b []byte, prefill bool) (any, error)
 }
 
 func directShapeOf[T any](name string) directShape {
@@ -138,7 +141,31 @@ func directShapeOf[T any](name string) directShape {
 			_, ok := r.value(skipWS(b, 0), rules.direct, unsafe.Pointer(p))
 			return p, ok, r.unknown
 		},
+		result: func(b []byte, prefill bool) (any, error) {
+			p := resultDest[T](prefill)
+			return p, decodeResult(b, p)
+		},
+		resultBefore: func(b []byte, prefill bool) (any, error) {
+			p := resultDest[T](prefill)
+			raw, err := strictResult(b, p)
+			if err != nil {
+				return p, err
+			}
+			return p, json.Unmarshal(raw, p)
+		},
 	}
+}
+
+// resultDest returns a new T to decode a result into: zero, or with
+// prefill set from a JSON object and a JSON array where T takes either,
+// as a caller's variable may be when it decodes into it again.
+func resultDest[T any](prefill bool) *T {
+	p := new(T)
+	if prefill {
+		_ = json.Unmarshal([]byte(`{"i":7,"s":"old","name":"old","id":9,"ints":[5],"byName":{"old":1},"val":3,"user":{"name":"old"}}`), p)
+		_ = json.Unmarshal([]byte(`[9,"old"]`), p)
+	}
+	return p
 }
 
 var directShapes = []directShape{
@@ -232,6 +259,18 @@ func FuzzDirectParams(f *testing.F) {
 				}
 				if err == nil && !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s (valid %v): %q decodes to %#v; before, to %#v", s.name, valid, b, got, want)
+				}
+			}
+			if validParams(b) {
+				for _, prefill := range []bool{false, true} {
+					got, err := s.result(b, prefill)
+					want, wantErr := s.resultBefore(b, prefill)
+					if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+						t.Fatalf("%s (prefilled %v): result %q gives error %v; before, %v", s.name, prefill, b, err, wantErr)
+					}
+					if err == nil && !reflect.DeepEqual(got, want) {
+						t.Fatalf("%s (prefilled %v): result %q decodes to %#v; before, to %#v", s.name, prefill, b, got, want)
+					}
 				}
 			}
 			direct, ok, unknown := s.direct(b)

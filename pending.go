@@ -12,7 +12,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"strconv"
+	"unsafe"
 )
 
 // StreamItemMethod is the notification that carries one item of a streaming
@@ -227,9 +229,51 @@ func decodeResult(raw []byte, dest any) error {
 			return nil
 		}
 	}
+	if decodeResultDirect(raw, dest) {
+		return nil
+	}
 	raw, err := strictResult(raw, dest)
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(raw, dest)
+}
+
+// decodeResultDirect decodes raw into dest with the direct decoder of
+// params (fastparams.go), and reports whether it did. It takes a pointer
+// to a zero value only, as the direct decoder decodes into nothing else
+// (json.Unmarshal merges into a value already set: that is left to it),
+// and what that decoder takes it decodes as the strict check and
+// encoding/json would; FuzzDirectParams holds results to that too.
+// Where it gives up, dest is zero again.
+func decodeResultDirect(raw []byte, dest any) bool {
+	t := reflect.TypeOf(dest)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return false
+	}
+	d := directFor(t.Elem())
+	if d == nil {
+		return false
+	}
+	v := reflect.ValueOf(dest)
+	p := v.UnsafePointer()
+	if p == nil || !zeroMemory(p, t.Elem().Size()) {
+		return false
+	}
+	if decodeDirect(raw, d, p) {
+		return true
+	}
+	v.Elem().SetZero()
+	return false
+}
+
+// zeroMemory reports whether the n bytes at p are all zero: a value of a
+// type of that size whose bytes are all zero is that type's zero value.
+func zeroMemory(p unsafe.Pointer, n uintptr) bool {
+	for _, c := range unsafe.Slice((*byte)(p), n) {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

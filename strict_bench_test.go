@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -31,6 +32,41 @@ func BenchmarkDecodeParams(b *testing.B) {
 				var p sub
 				if err := ds.decode(params, &p, true, rules); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeResult measures decoding a call's result into a struct
+// as Conn.Call does: into a zero value, through the direct decoder
+// (direct); and by the strict check and encoding/json, the path it takes
+// for a value already set and for what the direct decoder does not take
+// (strict-json).
+func BenchmarkDecodeResult(b *testing.B) {
+	type user struct {
+		ID    int      `json:"id"`
+		Name  string   `json:"name"`
+		Admin bool     `json:"admin"`
+		Tags  []string `json:"tags"`
+	}
+	result := []byte(`{"id":7,"name":"ada","admin":true,"tags":["a","b"]}`)
+	for _, name := range []string{"direct", "strict-json"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var u user
+				var err error
+				if name == "direct" {
+					err = decodeResult(result, &u)
+				} else {
+					var raw []byte
+					if raw, err = strictResult(result, &u); err == nil {
+						err = json.Unmarshal(raw, &u)
+					}
+				}
+				if err != nil || u.ID != 7 || len(u.Tags) != 2 {
+					b.Fatalf("decoded %+v, %v", u, err)
 				}
 			}
 		})
