@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // A Mux is a Handler that dispatches each request to the handler
@@ -222,8 +223,25 @@ type typedHandler interface {
 // call decodes the params of req and calls fn; valid says that they are
 // known to be a valid JSON object or array.
 func (h *funcHandler[P, R]) call(ctx context.Context, req *Request, valid bool) (R, error) {
+	if d := h.rules.direct; d != nil && valid && len(req.Params) > 0 {
+		// What decode does first, here with p on the stack: passed to
+		// decode as an interface, it escapes (an allocation a call).
+		var p P
+		if decodeDirect(req.Params, d, unsafe.Pointer(&p)) {
+			return h.fn(ctx, p)
+		}
+		rules := h.rules
+		rules.direct = nil // it gave up: not again
+		return h.decodeAndCall(ctx, req, valid, rules)
+	}
+	return h.decodeAndCall(ctx, req, valid, h.rules)
+}
+
+// decodeAndCall is call for params that the direct decoder did not take,
+// decoded by decode into a zero P.
+func (h *funcHandler[P, R]) decodeAndCall(ctx context.Context, req *Request, valid bool, rules nameRules) (R, error) {
 	var p P
-	if err := h.decoders.decode(req.Params, &p, valid, h.rules); err != nil {
+	if err := h.decoders.decode(req.Params, &p, valid, rules); err != nil {
 		var zero R
 		return zero, err
 	}

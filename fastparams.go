@@ -110,6 +110,10 @@ type directReader struct {
 	b       []byte
 	depth   int
 	unknown bool // a member that names no field was skipped
+	// hdrs are where slices are built (see header), so that the value
+	// decoded into, which may be a caller's variable on its stack, is
+	// never handed to package reflect (which would make it escape).
+	hdrs []sliceHeader
 }
 
 // value decodes the value that starts at r.b[i] into the zero value at p
@@ -400,19 +404,22 @@ func (d *direct) field(name []byte) int {
 	return -1
 }
 
-// mapObject decodes an object into the map at p, made if nil. A key
-// given twice (for integer keys, two that parse to the same integer) is
-// not taken.
+// mapObject decodes an object into a new map, stored at p (which holds
+// a nil map, as every value decoded into is zero). A key given twice (for
+// integer keys, two that parse to the same integer) is not taken.
+//
+// Neither it nor array hands p to package reflect, which would make it
+// escape: a Func's params, decoded into a variable of its own, stay on
+// its stack.
 func (r *directReader) mapObject(i int, d *direct, p unsafe.Pointer) (int, bool) {
 	if !r.enter() {
 		return 0, false
 	}
 	defer r.leave()
 	b := r.b
-	m := reflect.NewAt(d.typ, p).Elem()
-	if m.IsNil() {
-		m.Set(reflect.MakeMap(d.typ))
-	}
+	m := reflect.MakeMap(d.typ)
+	// A map value is one pointer, which Value.UnsafePointer returns.
+	*(*unsafe.Pointer)(p) = m.UnsafePointer()
 	i = skipWS(b, i+1)
 	if b[i] == '}' {
 		return i + 1, true
@@ -467,13 +474,17 @@ func (r *directReader) array(i int, d *direct, p unsafe.Pointer) (int, bool) {
 	defer r.leave()
 	b := r.b
 	i = skipWS(b, i+1)
+	// A slice is built in a header of r's, and stored at p once whole.
+	var h *sliceHeader
 	var s reflect.Value
 	if d.kind == dirSlice {
-		s = reflect.NewAt(d.typ, p).Elem()
+		h = r.header()
+		s = reflect.NewAt(d.typ, unsafe.Pointer(h)).Elem()
 	}
 	if b[i] == ']' {
 		if d.kind == dirSlice {
 			s.Set(reflect.MakeSlice(d.typ, 0, 0))
+			*(*sliceHeader)(p) = *h
 		}
 		return i + 1, true
 	}
@@ -500,9 +511,31 @@ func (r *directReader) array(i int, d *direct, p unsafe.Pointer) (int, bool) {
 		}
 		more := false
 		if i, more = r.next(i); !more {
+			if d.kind == dirSlice {
+				*(*sliceHeader)(p) = *h
+			}
 			return i, true
 		}
 	}
+}
+
+// sliceHeader is the layout of a slice value.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// header returns a zero slice header for the slice decoded at r's depth.
+// The slices being decoded at once are one per depth, each in a header of
+// its own; when hdrs is made anew, deeper, those of the outer ones stay
+// where they are, in the old array, which their reflect.Values point to.
+func (r *directReader) header() *sliceHeader {
+	if len(r.hdrs) <= r.depth {
+		r.hdrs = make([]sliceHeader, max(8, 2*r.depth))
+	}
+	h := &r.hdrs[r.depth]
+	*h = sliceHeader{}
+	return h
 }
 
 // maxUnknown is how many members of one object that name no field the

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -381,5 +382,32 @@ func TestDirectParamsAllocs(t *testing.T) {
 	})
 	if allocs != 0 || p != (sub{42, 3}) {
 		t.Errorf("decoded %+v with %v allocations; want {42 3} with none", p, allocs)
+	}
+}
+
+// TestFuncParamsOnStack checks that a Func whose params the direct
+// decoder takes is called without an allocation: its params are decoded
+// into a variable on its stack, and an integer result is appended where
+// it is not boxed. (Passed to the general decoder as an interface, the
+// variable escaped, one allocation a call.)
+func TestFuncParamsOnStack(t *testing.T) {
+	type sub struct {
+		Minuend    int `json:"minuend"`
+		Subtrahend int `json:"subtrahend"`
+	}
+	h := Func(func(_ context.Context, p sub) (int, error) { return p.Minuend - p.Subtrahend, nil }).(typedHandler)
+	req := &Request{Params: json.RawMessage(`{"minuend":42,"subtrahend":3}`)}
+	buf := make([]byte, 0, 64)
+	var out []byte
+	allocs := testing.AllocsPerRun(100, func() {
+		var v any
+		var err error
+		out, v, err = h.serveTo(context.Background(), req, buf[:0])
+		if err != nil || v != nil {
+			t.Fatalf("serveTo: %v, %v", v, err)
+		}
+	})
+	if allocs != 0 || string(out) != "39" {
+		t.Errorf("answered %s with %v allocations; want 39 with none", out, allocs)
 	}
 }
