@@ -438,12 +438,13 @@ func (lw *lineWriter) addLine(add func([]byte) []byte) {
 // the next message: below it, growOutput doubles the buffer.
 const minRoom = 256
 
-// growOutput returns b with twice its capacity, at least 4 KiB. An output
-// buffer grows to flushThreshold in a few doublings this way, where
-// append's growth (a quarter at a time past 256 bytes) took some twenty
-// allocations for each of a connection's two buffers.
+// growOutput returns b with twice its capacity, at least 4 KiB, and at
+// most 4 KiB past flushThreshold, so that the line that crosses it still
+// fits. An output buffer grows to flushThreshold in a few doublings this
+// way, where append's growth (a quarter at a time past 256 bytes) took
+// some twenty allocations for each of a connection's two buffers.
 func growOutput(b []byte) []byte {
-	nb := make([]byte, len(b), max(2*cap(b), 4<<10))
+	nb := make([]byte, len(b), min(max(2*cap(b), 4<<10), flushThreshold+4<<10))
 	copy(nb, b)
 	return nb
 }
