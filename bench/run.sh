@@ -235,18 +235,24 @@ About the network targets (bench/net_test.go):
   a second of go-ethereum's rpc package: net/http, client
   and server, is most of every implementation's cost per call (about 80
   of the floor's allocations, and most of its CPU time). What is
-  left to the library is the gap between ours and the floor. By CPU
-  profile, that gap is ServeHTTP's work (it sets up a stream connection
-  per request, to serve the body with the same engine and strictness as a
-  stream: a cancellable context, read state, a writer, then `Header.Set`
-  of its headers), the HTTPClient's own work beside `http.Client.Do` (the
-  URL parsed again for every request, `Header.Set`,
-  `mime.ParseMediaType` of the answer's Content-Type, the reader of the
-  answer), and the collector's work for the allocations this adds. (A
-  pool of JSON encoders per request, whose first `Get` took the runtime's
-  global pool lock, and a timer per request were found this way and
-  removed: a Server's connections now share one pool, and a connection
-  makes its watchdog's timer only when a handler runs long enough.)
+  left to the library is the gap between ours and the floor. Its
+  allocations were cut to 18 above the floor's (ServeHTTP builds a
+  request's state in one allocation; HTTPClient pools its envelope and
+  body buffer; shared header values): that target is met. By CPU
+  profile, what remains is ServeHTTP's work per request, about 15% of the
+  process's CPU time: it serves the body as a stream connection, with the
+  same engine and strictness, which means a cancellable context, a few
+  channels and learning the method anew, and it runs the body on a
+  goroutine of its own (its stack grown at once) so that it can return
+  after the grace period while a handler ignores its context, a
+  promise a handler run on net/http's goroutine could not keep: the
+  hand-off and the wake-up cost about as much as the rest. The
+  HTTPClient's own work beside `http.Client.Do` is a few percent. One
+  caller mostly waits on the loopback and the wake-ups, where we are
+  quicker than geth by about the 1.6× asked (1.45× to 1.6× in our
+  runs); with 64 callers both cores are busy and the CPU time per call
+  decides, which net/http's share makes close for every implementation on
+  it (the CPU rows of the table).
 - **Socket, within 1.2× of io.Pipe.** Over loopback TCP every call costs
   two write and about four read system calls (half of the reads find
   nothing yet and park on the poller) and about three epoll waits, at both
@@ -325,45 +331,46 @@ because it trusts the workload: it checks nothing it does not need to
 answer, so no library that must answer every malformed input exactly can
 come close to it where the work per message is small.
 
-- **Peak RSS (issue 20: below every peer's, at most 2×F).** Two causes,
-  found by bisection (the demo on W1 with `/usr/bin/time`, three runs
-  per build, interleaved) and by the server's `/proc/PID/smaps`. First,
-  the binary: the demo went from 7.9-8.1 MiB to 11.8 at one commit,
-  553dbcb, which gave the package ServeListener, Dial and HTTP; the
-  commits since added 0.5-0.7 MiB more as the binary grew. Importing `net` links
-  libc and ld.so (with cgo on, net's resolver uses them): about 1.5 MiB of
-  their pages. `net/http` and what it pulls in (crypto/tls, x509,
-  http2, ...) add about 1.5 MiB of the binary's own pages, which their
-  package initialization touches whether HTTP is used or not. On W1,
-  cmd/ours reads 10.8 MiB as built, 9.2 built with `CGO_ENABLED=0`, 9.5
-  with the HTTP files taken out of the package (a scratch copy, not a
-  build we ship), 8.1 with both, against sourcegraph's 8.5 and the
-  floor's 2.5. Second, the heap: each request's context (56 bytes, from
-  blocks of 256, never reused because a handler may keep its context) is
-  garbage, about 11 MB over W1's 200,000 requests. So the heap grows to
-  the collector's minimum goal of 4 MiB before every cycle
-  (`GODEBUG=gctrace=1`: `3->4->0 MB, 4 MB goal`, four or five
-  cycles), where the floor allocates nothing. The heap was the same at
-  0da629d. Being below every peer needs `net/http` (and `net`, or a
-  static build) out of the package's imports, against the one flat
-  package we chose. At most 2×F needs that and a request context that
-  is not garbage, which changes what a kept context promises. Both are
-  API decisions, not tuning of the hot path.
+- **Peak RSS (issue 20: below every peer's, at most 2×F).** Mostly what
+  the binary costs before it reads a byte, found by bisection (the demo on
+  W1 with `/usr/bin/time`, three runs per build, interleaved) and by the
+  servers' `/proc/PID/smaps` with no input yet. The demo went from
+  7.9-8.1 MiB to 11.8 at one commit, 553dbcb, which gave the package
+  ServeListener, Dial and HTTP. Idle, before any request, cmd/ours holds
+  6.2 MiB and sourcegraph's server 2.9: the binary's own pages touched at
+  start, 3.7 MiB against 2.1 (`net/http` and what it pulls in, crypto/tls,
+  x509, http2, ..., are initialized whether HTTP is used or not), libc and
+  ld.so, 1.4 MiB against none (importing `net` with cgo on links them for
+  its resolver; sourcegraph's binary is static), and 1.2 MiB of anonymous
+  memory against 0.8. On W1 the serving itself adds less than
+  sourcegraph's does (about 4.6 MiB against 5.7). Built with
+  `-tags netgo` (no libc), cmd/ours holds 4.7 MiB idle and 9.0 on W1,
+  against sourcegraph's 8.7. The heap: each request's context (56 bytes,
+  from blocks of 512, never reused because a handler may keep its
+  context) is garbage, about 11 MB over W1's 200,000 requests, so the heap
+  grows to the collector's minimum goal of 4 MiB before each of four or
+  five cycles (`GODEBUG=gctrace=1`: `3->4->0 MB, 4 MB goal`), where the
+  floor allocates nothing. Being below every peer needs `net/http` and
+  `net` out of the package's imports, against the one flat package we
+  chose; at most 2×F needs that and request contexts that are not
+  garbage, which would change what a kept context promises. Both are API
+  decisions, not tuning of the hot path.
 - **W1 echo (≤ 1.6×F whole process, at most 0.01 allocations per
   request).** The floor tokenizes each line once, copies the
   id and the params into its output buffer and calls nothing. We validate
   the line in full (every string as UTF-8, every number, duplicate
   members, the envelope as the specification fixes it), route it (is it a
   response, a cancel, a stream item?), look the method up, give the
-  request a context of its own (carved from a block of 256: contexts may
+  request a context of its own (carved from a block of 512: contexts may
   outlive the handler, so they are never reused, and the collector pays
   for them), call the handler through the Mux and write the answer. The
   profile below shows no single hot spot: scanning is about a third,
   dispatch and the context another third, the collector most of the rest.
   A `RawHandlerFunc` echo allocates nothing of its own per request: the
-  block of contexts is one allocation per 256 requests (0.004), and the
-  rest of the figure is each benchmark iteration's new connection
-  (buffers, a reader, a writer) spread over its 10,000 requests.
+  block of contexts is one allocation per 512 requests (0.002), and the
+  rest of the allocation figure is each benchmark iteration's new
+  connection (its buffers, which double from 4 KiB, a reader, a writer)
+  spread over its 10,000 requests.
 - **W4 notifications (≤ 2.5×F whole process).** The floor finds no `"id"` in a line and
   drops it unread. We must read it: a notification that is not valid JSON
   must be answered with a Parse error, and a valid one must run its
@@ -374,9 +381,12 @@ come close to it where the work per message is small.
   one pass over the bytes our scanner validated, with encoding/json's
   results and the strict rules (a differential fuzzer holds it to the
   encoding/json path it replaces); the floor parses two integers by hand.
-  The allocation left is the params value itself, about one per request.
-  The hand-tuned row (W2handUnmarshalJSON) shows the same request decoded
-  by a hand-written `UnmarshalJSON`.
+  The params value stays on the handler's stack, so a request allocates
+  nothing; the decoding is about a fifth of our instructions per request
+  (callgrind: 1,389 of 6,753), and the rest is what W1 costs too: the
+  scan, the route, the context, the answer. The hand-tuned row
+  (W2handUnmarshalJSON) shows the same request decoded by a hand-written
+  `UnmarshalJSON`.
 - **W5 big in process (≤ 2×F, peak heap ≤ 0.75 MiB).** The floor finds
   the end of each 256 KiB string with a byte search and copies the params
   out from its read buffer; we check every byte of the string (valid UTF-8,
@@ -392,8 +402,12 @@ come close to it where the work per message is small.
   server's reader, the client's reader, which routes answers to any number
   of concurrent callers), where the floor's client reads its own answer on
   the caller's goroutine; the profile below is mostly `io.Pipe`'s and the
-  scheduler's work for those hand-offs. The call also encodes its params
-  and decodes its result with encoding/json.
+  scheduler's work for those hand-offs. A lone caller cannot read its own
+  answer while a connection also serves the peer's requests: something
+  must read the connection when no call waits, and a read in progress
+  cannot be handed over. The call also encodes its params with
+  encoding/json (one of its three allocations; the other two are the
+  benchmark's own params and result passed as interfaces).
 EOF
 	echo
 	net_notes
