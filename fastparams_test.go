@@ -111,9 +111,11 @@ type directShape struct {
 	func_  func(b []byte, valid bool) (any, error)
 	before func(b []byte, valid bool) (any, error)
 	direct func(b []byte) (v any, ok, unknown bool) // unknown: members that name no field were skipped
-	// result decodes b as a call's result, into a zero value or into one
-	// set already (prefill); resultBefore as before the direct decoder.
-	result, resultBefore func(b []byte, prefill bool) (any, error)
+	// result decodes b as a call's result read by our scanner, into a
+	// zero value or into one set already (prefill); unscanned as one
+	// from elsewhere (an in-process handler's); resultBefore as the
+	// strict check and encoding/json did before the direct decoder.
+	result, unscanned, resultBefore func(b []byte, prefill bool) (any, error)
 }
 
 func directShapeOf[T any](name string) directShape {
@@ -145,6 +147,10 @@ func directShapeOf[T any](name string) directShape {
 		result: func(b []byte, prefill bool) (any, error) {
 			p := resultDest[T](prefill)
 			return p, decodeResult(b, p)
+		},
+		unscanned: func(b []byte, prefill bool) (any, error) {
+			p := resultDest[T](prefill)
+			return p, decodeUnscannedResult(b, p)
 		},
 		resultBefore: func(b []byte, prefill bool) (any, error) {
 			p := resultDest[T](prefill)
@@ -262,16 +268,20 @@ func FuzzDirectParams(f *testing.F) {
 					t.Fatalf("%s (valid %v): %q decodes to %#v; before, to %#v", s.name, valid, b, got, want)
 				}
 			}
-			if validParams(b) {
-				for _, prefill := range []bool{false, true} {
-					got, err := s.result(b, prefill)
-					want, wantErr := s.resultBefore(b, prefill)
-					if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
-						t.Fatalf("%s (prefilled %v): result %q gives error %v; before, %v", s.name, prefill, b, err, wantErr)
-					}
-					if err == nil && !reflect.DeepEqual(got, want) {
-						t.Fatalf("%s (prefilled %v): result %q decodes to %#v; before, to %#v", s.name, prefill, b, got, want)
-					}
+			for _, prefill := range []bool{false, true} {
+				// A result from elsewhere may be anything: what neither
+				// our scanner nor encoding/json takes for JSON gets
+				// encoding/json's syntax error.
+				want, wantErr := s.resultBefore(b, prefill)
+				if !validJSON(b) && !json.Valid(b) {
+					want, wantErr = resultDest[struct{}](false), json.Unmarshal(b, new(any))
+				}
+				got, err := s.unscanned(b, prefill)
+				checkResult(t, s.name+" unscanned", prefill, b, got, err, want, wantErr)
+				if validJSON(b) {
+					// What our scanner takes, as decodeResult gets it.
+					got, err = s.result(b, prefill)
+					checkResult(t, s.name, prefill, b, got, err, want, wantErr)
 				}
 			}
 			direct, ok, unknown := s.direct(b)
@@ -294,6 +304,19 @@ func FuzzDirectParams(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkResult fails t unless a result b decoded to got, err as the path
+// before the direct decoder did to want, wantErr: the same error text, or
+// the same value.
+func checkResult(t *testing.T, name string, prefill bool, b []byte, got any, err error, want any, wantErr error) {
+	t.Helper()
+	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+		t.Fatalf("%s (prefilled %v): result %q gives error %v; before, %v", name, prefill, b, err, wantErr)
+	}
+	if err == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s (prefilled %v): result %q decodes to %#v; before, to %#v", name, prefill, b, got, want)
+	}
 }
 
 // TestDirectParamsTaken checks which types the direct decoder takes, that

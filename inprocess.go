@@ -105,7 +105,7 @@ func (p *InProcess) Call(ctx context.Context, method string, params, result any)
 	if result == nil {
 		return nil // dropped, as a connection's Call drops it
 	}
-	return sent(decodeResult(res, result))
+	return sent(decodeUnscannedResult(res, result))
 }
 
 // Notify calls method with params as a notification: the handler runs,

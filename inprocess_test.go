@@ -500,3 +500,48 @@ func TestInProcessRawResults(t *testing.T) {
 		}
 	})
 }
+
+// TestInProcessResultsNotScanned checks that a result no scanner has read
+// (an interceptor's or a handler's own JSON) decodes as encoding/json
+// decodes it: empty, cut short or followed by more, it is an error, not a
+// panic or a value read past; a string with invalid UTF-8 takes U+FFFD.
+func TestInProcessResultsNotScanned(t *testing.T) {
+	type result struct {
+		A int    `json:"a"`
+		S string `json:"s"`
+		B bool   `json:"b"`
+	}
+	for _, tc := range []struct {
+		raw     string
+		want    result
+		wantErr string
+	}{
+		{"", result{}, "unexpected end of JSON input"},
+		{" ", result{}, "unexpected end of JSON input"},
+		{`{"a":1`, result{}, "unexpected end of JSON input"},
+		{`{"b":tru}`, result{}, "invalid character '}' in literal true (expecting 'e')"},
+		{`{"a":1}x`, result{}, "invalid character 'x' after top-level value"},
+		{`{"b":txyz}`, result{}, "invalid character 'x' in literal true (expecting 'r')"},
+		{"{\"s\":\"a\xffb\",\"a\":2}", result{A: 2, S: "a\ufffdb"}, ""},
+		{`{"a":3,"s":"ok"}`, result{A: 3, S: "ok"}, ""},
+	} {
+		p := &jsonrpc.InProcess{Interceptors: []jsonrpc.Interceptor{func(jsonrpc.SendFunc) jsonrpc.SendFunc {
+			return func(context.Context, *jsonrpc.Request) (json.RawMessage, error) {
+				if tc.raw == "" {
+					return nil, nil
+				}
+				return json.RawMessage(tc.raw), nil
+			}
+		}}}
+		var got result
+		err := p.Call(context.Background(), "m", nil, &got)
+		if tc.wantErr != "" {
+			if assert.Error(t, err, "%q", tc.raw) {
+				assert.Contains(t, err.Error(), tc.wantErr, "%q", tc.raw)
+			}
+			continue
+		}
+		assert.NoError(t, err, "%q", tc.raw)
+		assert.Equal(t, tc.want, got, "%q", tc.raw)
+	}
+}

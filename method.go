@@ -100,7 +100,7 @@ func (m StreamMethod[P, T]) Call(ctx context.Context, c Caller, params P) iter.S
 		for raw, err := range c.Stream(ctx, m.name, params) {
 			var item T
 			if err == nil {
-				err = decodeResult(raw, &item)
+				err = decodeUnscannedResult(raw, &item)
 			}
 			if !yield(item, err) || err != nil {
 				return

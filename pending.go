@@ -186,17 +186,35 @@ func decodeAnswer(r Response, dest any) error {
 	return nil
 }
 
-// decodeResult decodes a result, already validated as JSON, into dest as
-// json.Unmarshal would, but by the strict rules of strict.go: member names
-// match fields exactly, and a name given twice in one object is an error
-// wrapping ErrDuplicateMember. The commonest destinations with a plain
-// value take a shorter way, and a json.RawMessage takes the result as it
-// is; anything else, or anything unusual, goes to encoding/json.
-func decodeResult(raw []byte, dest any) error {
-	switch d := dest.(type) {
-	case *json.RawMessage:
+// decodeResult decodes a result that our scanner has read (valid JSON and
+// valid UTF-8) into dest as json.Unmarshal would, but by the strict rules
+// of strict.go: member names match fields exactly, and a name given twice
+// in one object is an error wrapping ErrDuplicateMember. The commonest
+// destinations with a plain value take a shorter way, a zero value of a
+// type the direct decoder takes is decoded by it, and a json.RawMessage
+// takes the result as it is; anything else, or anything unusual, goes to
+// encoding/json.
+func decodeResult(raw []byte, dest any) error { return decodeResultAs(raw, dest, true) }
+
+// decodeUnscannedResult is decodeResult for a result that no scanner of
+// ours has read: an in-process handler's, or one a Caller of the user's
+// returned. It may be empty or not JSON, which gets encoding/json's syntax
+// error, or hold invalid UTF-8, which goes to the strict check and
+// encoding/json (it replaces each invalid byte with U+FFFD).
+func decodeUnscannedResult(raw []byte, dest any) error { return decodeResultAs(raw, dest, false) }
+
+func decodeResultAs(raw []byte, dest any, scanned bool) error {
+	if d, ok := dest.(*json.RawMessage); ok {
 		*d = append((*d)[:0], raw...)
 		return nil
+	}
+	if !scanned && !validJSON(raw) {
+		if !json.Valid(raw) {
+			return json.Unmarshal(raw, dest) // its syntax error; dest is left alone
+		}
+		return decodeResultJSON(raw, dest) // JSON but for its UTF-8
+	}
+	switch d := dest.(type) {
 	case *int:
 		if n, err := strconv.ParseInt(string(raw), 10, strconv.IntSize); err == nil {
 			*d = int(n)
@@ -232,6 +250,12 @@ func decodeResult(raw []byte, dest any) error {
 	if decodeResultDirect(raw, dest) {
 		return nil
 	}
+	return decodeResultJSON(raw, dest)
+}
+
+// decodeResultJSON decodes raw into dest by the strict check and
+// encoding/json.
+func decodeResultJSON(raw []byte, dest any) error {
 	raw, err := strictResult(raw, dest)
 	if err != nil {
 		return err
@@ -239,8 +263,9 @@ func decodeResult(raw []byte, dest any) error {
 	return json.Unmarshal(raw, dest)
 }
 
-// decodeResultDirect decodes raw into dest with the direct decoder of
-// params (fastparams.go), and reports whether it did. It takes a pointer
+// decodeResultDirect decodes raw, which our scanner has read, into dest
+// with the direct decoder of params (fastparams.go), and reports whether
+// it did. It takes a pointer
 // to a zero value only, as the direct decoder decodes into nothing else
 // (json.Unmarshal merges into a value already set: that is left to it),
 // and what that decoder takes it decodes as the strict check and
