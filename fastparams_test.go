@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -446,57 +447,39 @@ func TestFuncParamsOnStack(t *testing.T) {
 
 // TestFuncStackParamsNested calls Funcs whose params hold slices, maps,
 // pointers and nesting, decoded on the handler's stack as in
-// TestFuncParamsOnStack, with the collector run between calls, and
-// checks each value against json.Unmarshal's: what the decoder built
-// apart (maps, slices in its headers) must be whole and reachable once
-// stored in the stack variable.
+// TestFuncParamsOnStack, with the collector run between calls and inside
+// each handler, and checks each value against json.Unmarshal's: what the
+// decoder built apart (maps, slices in its headers) must be whole and
+// reachable once stored in the stack variable.
 func TestFuncStackParamsNested(t *testing.T) {
-	check := func(t *testing.T, h typedHandler, params string, want any) {
-		t.Helper()
-		req := &Request{Params: json.RawMessage(params)}
-		for range 3 {
-			runtime.GC()
-			out, v, err := h.serveTo(context.Background(), req, nil)
-			if err != nil || v != nil {
-				t.Fatalf("%s: %s, %v, %v", params, out, v, err)
-			}
-			if got, _ := json.Marshal(want); string(out) != string(got) {
-				t.Fatalf("%s: decoded %s; json.Unmarshal, %s", params, out, got)
-			}
+	checkStackParams(t, `{"ints":[1,2,3,4,5,6,7,8,9],"nested":[["a"],[],["b","c"]],"arr":[1,2,3],"users":[{"name":"a"},{}],"ptrs":[1.5,null]}`,
+		func(p dpLists) int { return len(p.Ints) })
+	checkStackParams(t, `{"byName":{"a":1,"b":2},"byInt":{"1":"a","-2":"b"},"byKey":{"k":{"name":"n"},"l":null},"deep":{"x":[1,2]}}`,
+		func(p dpMaps) int { return len(p.ByName) + len(p.Deep["x"]) })
+	checkStackParams(t, strings.Repeat(`[`, 40)+`[1,2],[3]`+strings.Repeat(`]`, 40),
+		func(p []any) int { return len(p) })
+}
+
+// checkStackParams serves params three times through a Func whose
+// handler compares what it was given with json.Unmarshal's value of
+// params, after a collection, and answers n of it.
+func checkStackParams[P any](t *testing.T, params string, n func(P) int) {
+	t.Helper()
+	var want P
+	require.NoError(t, json.Unmarshal([]byte(params), &want))
+	h := Func(func(_ context.Context, p P) (int, error) {
+		runtime.GC()
+		if !reflect.DeepEqual(p, want) {
+			return 0, fmt.Errorf("decoded %+v; json.Unmarshal, %+v", p, want)
+		}
+		return n(p), nil
+	}).(typedHandler)
+	req := &Request{Params: json.RawMessage(params)}
+	for range 3 {
+		runtime.GC()
+		out, v, err := h.serveTo(context.Background(), req, nil)
+		if err != nil || v != nil || string(out) != strconv.Itoa(n(want)) {
+			t.Fatalf("%.60s: answered %s, %v, %v; want %d", params, out, v, err, n(want))
 		}
 	}
-	// Each handler answers with its params encoded again, after a
-	// collection, so that anything the decoder left unreachable shows.
-	lists := `{"ints":[1,2,3,4,5,6,7,8,9],"nested":[["a"],[],["b","c"]],"arr":[1,2,3],"users":[{"name":"a"},{}],"ptrs":[1.5,null]}`
-	var wantLists dpLists
-	require.NoError(t, json.Unmarshal([]byte(lists), &wantLists))
-	check(t, Func(func(_ context.Context, p dpLists) (int, error) {
-		runtime.GC()
-		if !reflect.DeepEqual(p, wantLists) {
-			return 0, fmt.Errorf("got %+v", p)
-		}
-		return len(p.Ints), nil
-	}).(typedHandler), lists, len(wantLists.Ints))
-
-	maps := `{"byName":{"a":1,"b":2},"byInt":{"1":"a","-2":"b"},"byKey":{"k":{"name":"n"},"l":null},"deep":{"x":[1,2]}}`
-	var wantMaps dpMaps
-	require.NoError(t, json.Unmarshal([]byte(maps), &wantMaps))
-	check(t, Func(func(_ context.Context, p dpMaps) (int, error) {
-		runtime.GC()
-		if !reflect.DeepEqual(p, wantMaps) {
-			return 0, fmt.Errorf("got %+v", p)
-		}
-		return len(p.ByName) + len(p.Deep["x"]), nil
-	}).(typedHandler), maps, 4)
-
-	deep := strings.Repeat(`[`, 40) + `[1,2],[3]` + strings.Repeat(`]`, 40)
-	var wantDeep any
-	require.NoError(t, json.Unmarshal([]byte(deep), &wantDeep))
-	check(t, Func(func(_ context.Context, p []any) (int, error) {
-		runtime.GC()
-		if !reflect.DeepEqual(any(p), wantDeep) {
-			return 0, fmt.Errorf("got %v", p)
-		}
-		return len(p), nil
-	}).(typedHandler), deep, 1)
 }
