@@ -55,10 +55,6 @@ func (b *directBuilder) build(t reflect.Type) *direct {
 	switch k := t.Kind(); k {
 	case reflect.Bool:
 		d.kind = dirBool
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		d.kind = dirInt + directKind(k-reflect.Int)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		d.kind = dirUint + directKind(k-reflect.Uint)
 	case reflect.Float32:
 		d.kind = dirFloat32
 	case reflect.Float64:
@@ -84,13 +80,12 @@ func (b *directBuilder) build(t reflect.Type) *direct {
 			b.failed = true
 			return nil
 		}
-		switch kk := kt.Kind(); kk {
-		case reflect.String:
+		ik, integer := integerKind(kt.Kind())
+		switch {
+		case kt.Kind() == reflect.String:
 			d.key = dirString
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			d.key = dirInt + directKind(kk-reflect.Int)
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-			d.key = dirUint + directKind(kk-reflect.Uint)
+		case integer:
+			d.key = ik
 		default:
 			b.failed = true
 			return nil
@@ -130,9 +125,25 @@ func (b *directBuilder) build(t reflect.Type) *direct {
 			return nil
 		}
 		d.kind = dirAny
-	default: // what encoding/json cannot decode
-		b.failed = true
-		return nil
+	default:
+		ik, ok := integerKind(k)
+		if !ok { // what encoding/json cannot decode
+			b.failed = true
+			return nil
+		}
+		d.kind = ik
 	}
 	return d
+}
+
+// integerKind returns the kind of the direct decoder for an integer of
+// kind k, and whether k is one.
+func integerKind(k reflect.Kind) (directKind, bool) {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return dirInt + directKind(k-reflect.Int), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return dirUint + directKind(k-reflect.Uint), true
+	}
+	return 0, false
 }
