@@ -99,6 +99,19 @@ func (c *checker) atMost(issue, what, bench, unit string, limit float64) {
 	c.add(issue, what, show, exact(ours), within(ours, limit, unit))
 }
 
+// aboveFloor checks that ours exceeds the floor's figure of bench in unit
+// by at most limit, the excess shown by show.
+func (c *checker) aboveFloor(issue, what, bench, unit string, limit float64, show func(float64) string) {
+	lim := "≤ " + strconv.FormatFloat(limit, 'g', -1, 64)
+	ours, ok1 := c.med(bench, "ours", unit)
+	floor, ok2 := c.med(bench, "floor", unit)
+	if !ok1 || !ok2 {
+		c.na(issue, what, lim, "figures missing")
+		return
+	}
+	c.add(issue, what, lim, fmt.Sprintf("%s (%s against %s)", show(ours-floor), num(ours), num(floor)), within(ours-floor, limit, unit))
+}
+
 // allocSlack is the part of a limit on allocations per request or per
 // call that a figure may exceed it by: the loop's one-time allocations
 // (a buffer grown, a pool filled), spread over its iterations, make 4 per
@@ -149,31 +162,17 @@ func (c *checker) check() {
 	c.floorRatio("20", "round trip, one caller: time per call", "RoundTrip/seq", "ns/call", 1.5)
 	c.floorRatio("20", "round trip, 64 callers: time per call", "RoundTrip/par64", "ns/call", 1)
 	c.atMost("20", "round trip, one caller: allocations per call", "RoundTrip/seq", "allocs/call", 4)
-	{
-		// The 64 callers' goroutines are the benchmark's own, and
-		// allocate for ours as they do for the floor, which allocates
-		// nothing else: the floor's figure is taken off.
-		what := "round trip, 64 callers: allocations per call, beyond the floor's (the benchmark's goroutines)"
-		ours, ok1 := c.med("RoundTrip/par64", "ours", "allocs/call")
-		floor, ok2 := c.med("RoundTrip/par64", "floor", "allocs/call")
-		if !ok1 || !ok2 {
-			c.na("20", what, "≤ 4", "figures missing")
-		} else {
-			c.add("20", what, "≤ 4", fmt.Sprintf("%s (%s against %s)", exact(ours-floor), num(ours), num(floor)), within(ours-floor, 4, "allocs/call"))
-		}
-	}
+	// The 64 callers' goroutines are the benchmark's own, and allocate
+	// for ours as they do for the floor, which allocates nothing else:
+	// the floor's figure is taken off.
+	c.aboveFloor("20", "round trip, 64 callers: allocations per call, beyond the floor's (the benchmark's goroutines)",
+		"RoundTrip/par64", "allocs/call", 4, exact)
 	for _, m := range netModes {
 		bench := "HTTP/" + m.name
-		what := "HTTP, " + m.label + ": the library's allocations per call above the net/http floor's"
-		ours, ok1 := c.med(bench, "ours", "allocs/call")
-		floor, ok2 := c.med(bench, "floor", "allocs/call")
-		if !ok1 || !ok2 {
-			c.na("20", what, "≤ 20", "figures missing")
-		} else {
-			c.add("20", what, "≤ 20", fmt.Sprintf("%s (%s against %s)", num(ours-floor), num(ours), num(floor)), within(ours-floor, 20, "allocs/call"))
-		}
-		what = "HTTP, " + m.label + ": calls/s of ours ÷ geth's"
-		ours, ok1 = c.med(bench, "ours", "calls/s")
+		c.aboveFloor("20", "HTTP, "+m.label+": the library's allocations per call above the net/http floor's",
+			bench, "allocs/call", 20, num)
+		what := "HTTP, " + m.label + ": calls/s of ours ÷ geth's"
+		ours, ok1 := c.med(bench, "ours", "calls/s")
 		geth, ok2 := c.med(bench, "geth", "calls/s")
 		if !ok1 || !ok2 || geth == 0 {
 			c.na("20", what, "≥ 1.6×", "figures missing")
