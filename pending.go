@@ -265,12 +265,11 @@ func decodeResultJSON(raw []byte, dest any) error {
 
 // decodeResultDirect decodes raw, which our scanner has read, into dest
 // with the direct decoder of params (fastparams.go), and reports whether
-// it did. It takes a pointer
-// to a zero value only, as the direct decoder decodes into nothing else
-// (json.Unmarshal merges into a value already set: that is left to it),
-// and what that decoder takes it decodes as the strict check and
-// encoding/json would; FuzzDirectParams holds results to that too.
-// Where it gives up, dest is zero again.
+// it did. It takes a pointer to a zero value only, as the direct decoder
+// decodes into nothing else (json.Unmarshal merges into a value already
+// set: that is left to it), and what that decoder takes it decodes as
+// the strict check and encoding/json would; FuzzDirectParams holds
+// results to that too. Where it gives up, dest is zero again.
 func decodeResultDirect(raw []byte, dest any) bool {
 	t := reflect.TypeOf(dest)
 	if t == nil || t.Kind() != reflect.Pointer {
@@ -282,7 +281,7 @@ func decodeResultDirect(raw []byte, dest any) bool {
 	}
 	v := reflect.ValueOf(dest)
 	p := v.UnsafePointer()
-	if p == nil || !zeroMemory(p, t.Elem().Size()) {
+	if p == nil || !zeroMemory(p, d.typ.Size()) {
 		return false
 	}
 	if decodeDirect(raw, d, p) {
