@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 )
@@ -87,13 +88,19 @@ func encodeRaw(v json.RawMessage) ([]byte, error) {
 	return oneLine(v), nil
 }
 
-// appendScalar appends r as encoding/json encodes it when r is a bool or
-// an integer, and reports whether it did. Only these types themselves are
-// taken, not types defined on them, which may encode themselves otherwise.
+// appendScalar appends r as encoding/json encodes it when r is a bool, an
+// integer or a finite float, and reports whether it did. Only these types
+// themselves are taken, not types defined on them, which may encode
+// themselves otherwise; NaN and the infinities, which encoding/json
+// refuses, are left to it for its error.
 func appendScalar[R any](b []byte, r R) ([]byte, bool) {
 	switch v := any(r).(type) {
 	case bool:
 		return strconv.AppendBool(b, v), true
+	case float64:
+		return appendFloat(b, v, 64)
+	case float32:
+		return appendFloat(b, float64(v), 32)
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), true
 	case int64:
@@ -108,6 +115,40 @@ func appendScalar[R any](b []byte, r R) ([]byte, bool) {
 		return strconv.AppendUint(b, uint64(v), 10), true
 	}
 	return b, false
+}
+
+// appendFloat appends f, of the given bit size, as encoding/json writes a
+// float: the shortest decimal that reads back as f, in plain notation
+// unless its magnitude is below 1e-6 or at least 1e21, where it is written
+// with an exponent that has no leading zeros ("1e-7", not "1e-07"), as
+// ECMAScript turns numbers into strings. It reports false, appending
+// nothing, for NaN and the infinities.
+func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 {
+		small, large := abs < 1e-6, abs >= 1e21
+		if bits == 32 {
+			small, large = float32(abs) < 1e-6, float32(abs) >= 1e21
+		}
+		if small || large {
+			format = 'e'
+		}
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// strconv writes at least two digits of exponent: e-07 -> e-7.
+		if e := bytes.LastIndexByte(b[start:], 'e'); e >= 0 {
+			e += start
+			if e+3 < len(b) && b[e+2] == '0' {
+				b = append(b[:e+2], b[e+3:]...)
+			}
+		}
+	}
+	return b, true
 }
 
 // encodeParams encodes the params of a notification or request, which must

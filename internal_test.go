@@ -289,10 +289,36 @@ func TestAppendScalar(t *testing.T) {
 		got, ok := appendScalar([]byte(nil), v)
 		check(v, got, ok)
 	}
+	floats := []float64{0, math.Copysign(0, -1), 1, -1, 1.5, 0.1, 1e-6, 1e-7, 9.999999e-7, 123456789e-15,
+		1e20, 1e21, 1e22, -1e21, 123456789012345678901, 5e-324, 1e-310, math.MaxFloat64,
+		math.SmallestNonzeroFloat32, math.MaxFloat32, 1e-100, 2.5e-8, 1.7976931348623157e308}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		// Any bit pattern: every exponent, subnormals, NaNs and infinities
+		// (checked below).
+		floats = append(floats, math.Float64frombits(rnd.Uint64()))
+	}
+	for _, v := range floats {
+		for _, f := range []any{v, float32(v)} {
+			var got []byte
+			var ok bool
+			if f32, is32 := f.(float32); is32 {
+				got, ok = appendScalar([]byte(nil), f32)
+			} else {
+				got, ok = appendScalar([]byte(nil), v)
+			}
+			if want, err := json.Marshal(f); err != nil {
+				assert.False(t, ok, "%T %v: encoding/json refuses it", f, f)
+			} else {
+				assert.True(t, ok, "%T %v", f, f)
+				assert.Equal(t, string(want), string(got), "%T %v", f, f)
+			}
+		}
+	}
 	var boxed any = 7
 	got, ok := appendScalar([]byte("x"), boxed)
 	check(7, got[1:], ok)
-	for _, v := range []any{level(3), "s", 1.5, nil, json.RawMessage(`1`), []int{1}} {
+	for _, v := range []any{level(3), "s", nil, json.RawMessage(`1`), []int{1}} {
 		got, ok := appendScalar([]byte(nil), v)
 		assert.False(t, ok, "%T", v)
 		assert.Nil(t, got)
