@@ -166,7 +166,7 @@ func strictInput(b []byte, p *plan, valid bool, c *checker) ([]byte, *memberErro
 		}
 		return b, nil
 	}
-	if p != nil && p.flat && p.quick(b) || bytes.IndexByte(b, '{') < 0 {
+	if p != nil && p.flat && p.quick(b) || p == nil && distinctFlat(b) || bytes.IndexByte(b, '{') < 0 {
 		return b, nil // fields given once each, or no object at all
 	}
 	pooled := c == nil
@@ -235,26 +235,78 @@ func (p *plan) quick(b []byte) bool {
 			return false
 		}
 		seen |= 1 << k
-		i = skipWS(b, i+len(p.fields[k].name)+2) + 1 // past the colon
-		if i = skipWS(b, i); i >= len(b) {
+		var ok, more bool
+		if i, ok, more = skipFlatMember(b, i+len(p.fields[k].name)+2); !more {
+			return ok
+		}
+	}
+	return false
+}
+
+// skipFlatMember skips, in b, valid JSON, from just past a member's name
+// (its closing quote) over its value: ok says whether the value was a
+// string, number, bool or null; more, which needs ok, that another member
+// follows, whose name then starts at i. With ok and not more, the object
+// has ended.
+func skipFlatMember(b []byte, i int) (next int, ok, more bool) {
+	i = skipWS(b, i) + 1 // past the colon
+	if i = skipWS(b, i); i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case '{', '[':
+		return i, false, false
+	case '"':
+		i, _ = skipString(b, i)
+	case 't', 'n':
+		i += len("true")
+	case 'f':
+		i += len("false")
+	default:
+		i = skipNumber(b, i)
+	}
+	if i = skipWS(b, i); i >= len(b) || b[i] != ',' {
+		return i, i < len(b) && b[i] == '}', false
+	}
+	return skipWS(b, i+1), true, true
+}
+
+// maxDistinct is how many members distinctFlat compares, each with
+// every other.
+const maxDistinct = 8
+
+// distinctFlat reports whether b, valid JSON for a type without a plan
+// (where the strict rules refuse only duplicates), is an object of at
+// most maxDistinct members whose values are not objects or arrays and
+// whose names, written without escapes, all differ: such input passes
+// the rules. Anything else is left to the checker, as is a name with an
+// escape, which may equal another written otherwise.
+func distinctFlat(b []byte) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	if i = skipWS(b, i+1); i < len(b) && b[i] == '}' {
+		return true
+	}
+	var names [maxDistinct][]byte
+	for n := 0; i < len(b) && b[i] == '"' && n < maxDistinct; n++ {
+		end, escaped := skipString(b, i)
+		if escaped {
 			return false
 		}
-		switch b[i] {
-		case '{', '[':
-			return false
-		case '"':
-			i, _ = skipString(b, i)
-		case 't', 'n':
-			i += len("true")
-		case 'f':
-			i += len("false")
-		default:
-			i = skipNumber(b, i)
+		name := b[i+1 : end-1]
+		countSteps(n)
+		for _, seen := range names[:n] {
+			if string(seen) == string(name) {
+				return false
+			}
 		}
-		if i = skipWS(b, i); i >= len(b) || b[i] != ',' {
-			return i < len(b) && b[i] == '}'
+		names[n] = name
+		var ok, more bool
+		if i, ok, more = skipFlatMember(b, end); !more {
+			return ok
 		}
-		i = skipWS(b, i+1)
 	}
 	return false
 }

@@ -50,7 +50,17 @@ type (
 		Any  any    `json:"any"`
 		Name string `json:"name"`
 	}
+	// fzSelf decodes itself: it has no plan, so only duplicates are
+	// refused in its input, as in a map's (see distinctFlat).
+	fzSelf map[string]any
 )
+
+func (s *fzSelf) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	err := json.Unmarshal(b, &m)
+	*s = m
+	return err
+}
 
 // A fuzzShape decodes params into one shape by the strict rules.
 type fuzzShape struct {
@@ -79,6 +89,7 @@ var fuzzShapes = []fuzzShape{
 	shapeOf[fzUser]("flat"), shapeOf[fzNested]("nested"), shapeOf[fzPointer]("pointer"),
 	shapeOf[fzSlice]("slice"), shapeOf[fzMap]("map"), shapeOf[fzEmbedded]("embedded"),
 	shapeOf[fzRaw]("raw"), shapeOf[fzAny]("any"),
+	shapeOf[fzSelf]("self-decoding"), shapeOf[map[string]any]("map of any"),
 }
 
 // strictSeeds are inputs for the strict fuzz targets: the issue's
@@ -95,6 +106,7 @@ var strictSeeds = []string{
 	`{"extra":{"a":1,"a":2}}`, `{"extra":{"A":1,"a":2}}`, `[1,2]`, `null`, `{}`, `[]`, `"s"`, ` {"name" : "a" , "name" : "b" } `,
 	`{"name":"a"`, `{"name":"a",}`, "{\"name\":\"\xff\"}", `{"id":1.5}`, `{"id":"1"}`, `{"admin":"true"}`,
 	`{"raw":null}`, `{"raw":1e2}`, `{"id":1e2}`, `{"id":-0}`, `{"id":1.0}`, `{"id":99999999999999999999}`, `{"any":1e400}`,
+	`{"a":1,"b":"x","a":true}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"a":9}`, `{"a":1,"\u0061":2}`, `{"a":{"b":1},"a":2}`,
 	`{"n":null,"user":{}}`, `{"name":null}`, `{"users":null}`, `{"byName":null}`, `{"byName":{"a":null}}`,
 	strings.Repeat(`{"any":`, 20) + `{"a":1,"a":2}` + strings.Repeat(`}`, 20),
 }
@@ -159,10 +171,10 @@ func hasDuplicate(b []byte) (bool, error) {
 	}
 }
 
-// exactMembers returns v, a value that encoding/json decoded into any,
-// without the members that name no field exactly in the objects that
-// encoding/json decodes into the structs of t: what a decoder that
-// matches names exactly sees.
+// exactMembers returns a copy of v, a value that encoding/json decoded
+// into any, without the members that name no field exactly in the objects
+// that encoding/json decodes into the structs of t: what a decoder that
+// matches names exactly sees. v is left as it is, for the next shape.
 func exactMembers(v any, t reflect.Type) any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -186,15 +198,19 @@ func exactMembers(v any, t reflect.Type) any {
 		return out
 	case reflect.Slice, reflect.Array:
 		if a, ok := v.([]any); ok {
+			out := make([]any, len(a))
 			for i := range a {
-				a[i] = exactMembers(a[i], t.Elem())
+				out[i] = exactMembers(a[i], t.Elem())
 			}
+			return out
 		}
 	case reflect.Map:
 		if m, ok := v.(map[string]any); ok {
+			out := make(map[string]any, len(m))
 			for k := range m {
-				m[k] = exactMembers(m[k], t.Elem())
+				out[k] = exactMembers(m[k], t.Elem())
 			}
+			return out
 		}
 	}
 	return v
