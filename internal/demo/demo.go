@@ -58,13 +58,13 @@ func (p *SubtractParams) UnmarshalJSON(b []byte) error {
 // that form; anything else is left to the general decoder.
 func (p *SubtractParams) simple(b []byte) bool {
 	var m, s []byte
-	rest, ok := cut(b, "{")
+	rest, ok := cut(b, '{')
 	for ok {
 		var name, value []byte
 		if name, rest, ok = quoted(rest); !ok {
 			return false
 		}
-		if rest, ok = cut(rest, ":"); !ok {
+		if rest, ok = cut(rest, ':'); !ok {
 			return false
 		}
 		if value, rest, ok = numberToken(rest); !ok {
@@ -84,8 +84,8 @@ func (p *SubtractParams) simple(b []byte) bool {
 		default:
 			return false
 		}
-		if rest, ok = cut(rest, ","); !ok {
-			if _, ok = cut(rest, "}"); !ok || m == nil || s == nil {
+		if rest, ok = cut(rest, ','); !ok {
+			if _, ok = cut(rest, '}'); !ok || m == nil || s == nil {
 				return false
 			}
 			return p.set2(m, s) == nil
@@ -94,30 +94,46 @@ func (p *SubtractParams) simple(b []byte) bool {
 	return false
 }
 
-// cut skips whitespace and then the token tok.
-func cut(b []byte, tok string) ([]byte, bool) {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return bytes.CutPrefix(b, []byte(tok))
+// skipSpace returns b without its leading JSON whitespace.
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
+}
+
+// cut skips whitespace and then the byte tok; without tok, it returns b
+// past the whitespace and false.
+func cut(b []byte, tok byte) ([]byte, bool) {
+	b = skipSpace(b)
+	if len(b) == 0 || b[0] != tok {
+		return b, false
+	}
+	return b[1:], true
 }
 
 // quoted takes a string without escapes.
 func quoted(b []byte) (s, rest []byte, ok bool) {
-	b, ok = cut(b, `"`)
+	b, ok = cut(b, '"')
 	if !ok {
 		return nil, nil, false
 	}
-	i := bytes.IndexAny(b, `"\`)
-	if i < 0 || b[i] != '"' {
-		return nil, nil, false
+	for i, c := range b {
+		switch c {
+		case '"':
+			return b[:i], b[i+1:], true
+		case '\\':
+			return nil, nil, false
+		}
 	}
-	return b[:i], b[i+1:], true
+	return nil, nil, false
 }
 
 // numberToken takes the bytes of a number, which set2 then checks.
 func numberToken(b []byte) (tok, rest []byte, ok bool) {
-	b = bytes.TrimLeft(b, " \t\r\n")
+	b = skipSpace(b)
 	i := 0
-	for i < len(b) && bytes.IndexByte([]byte("+-.0123456789eE"), b[i]) >= 0 {
+	for i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '-' || b[i] == '+' || b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
 		i++
 	}
 	return b[:i], b[i:], i > 0
