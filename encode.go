@@ -25,23 +25,36 @@ type encoders struct {
 }
 
 type encoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	scalar []byte // a bool, integer or float, written by appendScalar
 }
 
 // encode encodes v as encodeValue does. When the bytes come from a pooled
 // encoder, it is returned too, to be released once they are written.
 func (es *encoders) encode(v any) ([]byte, *encoder, error) {
+	scalar := false
 	switch v.(type) {
 	case nil, json.RawMessage, string:
 		raw, err := encodeValue(v)
 		return raw, nil, err
+	case bool, int, int64, int32, uint, uint64, uint32, float64, float32:
+		scalar = true
 	}
 	e, _ := es.pool.Get().(*encoder)
 	if e == nil {
 		e = new(encoder)
 		e.enc = json.NewEncoder(&e.buf)
 		e.enc.SetEscapeHTML(false)
+	}
+	if scalar {
+		// Boxed by a HandlerFunc (or by middleware around a Func), it is
+		// written as Func writes it, without reflection; NaN and the
+		// infinities go on to encoding/json, for its error.
+		var ok bool
+		if e.scalar, ok = appendScalar(e.scalar[:0], v); ok {
+			return e.scalar, e, nil
+		}
 	}
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {

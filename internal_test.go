@@ -259,7 +259,9 @@ func TestArenaStrings(t *testing.T) {
 }
 
 // TestAppendScalar checks that the results Func encodes itself come out as
-// encoding/json writes them, and that it leaves other types to it.
+// encoding/json writes them, and that it leaves other types to it; and
+// that the same scalars boxed in an interface (a HandlerFunc's result)
+// come out of the server's encoders the same way.
 func TestAppendScalar(t *testing.T) {
 	type level int
 	check := func(v any, got []byte, ok bool) {
@@ -292,6 +294,7 @@ func TestAppendScalar(t *testing.T) {
 	floats := []float64{0, math.Copysign(0, -1), 1, -1, 1.5, 0.1, 1e-6, 1e-7, 9.999999e-7, 123456789e-15,
 		1e20, 1e21, 1e22, -1e21, 123456789012345678901, 5e-324, 1e-310, math.MaxFloat64,
 		math.SmallestNonzeroFloat32, math.MaxFloat32, 1e-100, 2.5e-8, 1.7976931348623157e308}
+	es := new(encoders)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
 		// Any bit pattern: every exponent, subnormals, NaNs and infinities
@@ -307,13 +310,25 @@ func TestAppendScalar(t *testing.T) {
 			} else {
 				got, ok = appendScalar([]byte(nil), v)
 			}
+			boxed, _, boxedErr := es.encode(f) // as a HandlerFunc's result
 			if want, err := json.Marshal(f); err != nil {
 				assert.False(t, ok, "%T %v: encoding/json refuses it", f, f)
+				if assert.Error(t, boxedErr, "%T %v, boxed", f, f) {
+					assert.Equal(t, err.Error(), boxedErr.Error(), "%T %v, boxed", f, f)
+				}
 			} else {
 				assert.True(t, ok, "%T %v", f, f)
 				assert.Equal(t, string(want), string(got), "%T %v", f, f)
+				assert.Equal(t, string(want), string(boxed), "%T %v, boxed", f, f)
 			}
 		}
+	}
+	for _, v := range []any{true, false, 0, -7, int64(math.MinInt64), int32(5), uint(9), uint64(math.MaxUint64), uint32(3)} {
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		boxed, _, err := es.encode(v)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(boxed), "%T %v, boxed", v, v)
 	}
 	var boxed any = 7
 	got, ok := appendScalar([]byte("x"), boxed)
