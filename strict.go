@@ -286,6 +286,9 @@ func distinctFlat(b []byte) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
+	if rest := b[i+1:]; bytes.IndexByte(rest, '{') >= 0 || bytes.IndexByte(rest, '[') >= 0 {
+		return false // nested, most likely (or a string holds a bracket): the checker's
+	}
 	if i = skipWS(b, i+1); i < len(b) && b[i] == '}' {
 		return true
 	}

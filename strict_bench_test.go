@@ -72,3 +72,28 @@ func BenchmarkDecodeResult(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStrictNoPlan measures the strict check of W2's params for
+// types that have no plan, where only duplicate names are refused: a type
+// that decodes itself, such as the demo's subtract params, and a map of
+// any. The small flat object goes through distinctFlat; the nested one
+// (each member an object) through the checker.
+func BenchmarkStrictNoPlan(b *testing.B) {
+	inputs := map[string][]byte{
+		"flat":   []byte(`{"minuend":42,"subtrahend":3}`),
+		"nested": []byte(`{"minuend":{"v":42},"subtrahend":{"v":3}}`),
+	}
+	for _, name := range []string{"flat", "nested"} {
+		b.Run(name, func(b *testing.B) {
+			in := inputs[name]
+			var c checker
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := strictInput(in, nil, true, &c)
+				if err != nil || len(out) != len(in) {
+					b.Fatalf("strictInput: %q, %v", out, err)
+				}
+			}
+		})
+	}
+}
