@@ -545,3 +545,34 @@ func TestInProcessResultsNotScanned(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%q", tc.raw)
 	}
 }
+
+// TestUnscannedResultNamesAsDecoded checks that names in a result no
+// scanner of ours read (here an interceptor's), valid JSON but for its
+// UTF-8, are compared as encoding/json decodes them, each invalid byte as
+// U+FFFD: two that decode alike are a duplicate member, at any depth,
+// however each is written. The check compared their bytes, and let them
+// through to a map where one overwrote the other.
+func TestUnscannedResultNamesAsDecoded(t *testing.T) {
+	call := func(raw string) (map[string]any, error) {
+		p := &jsonrpc.InProcess{Interceptors: []jsonrpc.Interceptor{func(jsonrpc.SendFunc) jsonrpc.SendFunc {
+			return func(context.Context, *jsonrpc.Request) (json.RawMessage, error) {
+				return json.RawMessage(raw), nil
+			}
+		}}}
+		var got map[string]any
+		err := p.Call(context.Background(), "m", nil, &got)
+		return got, err
+	}
+	for _, raw := range []string{
+		"{\"\xff\":1,\"\xfe\":2}",
+		"{\"\xff\":1,\"\\ufffd\":2}",
+		"{\"a\":{\"x\xff\":1,\"x\xfe\":2}}",
+		"{\"a\":[{\"\xc3\":1,\"\xff\":2}]}",
+	} {
+		_, err := call(raw)
+		assert.ErrorIs(t, err, jsonrpc.ErrDuplicateMember, "%q", raw)
+	}
+	got, err := call("{\"\xff\":1,\"a\":{\"\xff\":2}}")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"\ufffd": 1.0, "a": map[string]any{"\ufffd": 2.0}}, got)
+}

@@ -212,7 +212,7 @@ func decodeResultAs(raw []byte, dest any, scanned bool) error {
 		if !json.Valid(raw) {
 			return json.Unmarshal(raw, dest) // its syntax error; dest is left alone
 		}
-		return decodeResultJSON(raw, dest) // JSON but for its UTF-8
+		return decodeResultJSON(raw, dest, true) // JSON but for its UTF-8
 	}
 	switch d := dest.(type) {
 	case *int:
@@ -250,13 +250,13 @@ func decodeResultAs(raw []byte, dest any, scanned bool) error {
 	if decodeResultDirect(raw, dest) {
 		return nil
 	}
-	return decodeResultJSON(raw, dest)
+	return decodeResultJSON(raw, dest, false)
 }
 
 // decodeResultJSON decodes raw into dest by the strict check and
-// encoding/json.
-func decodeResultJSON(raw []byte, dest any) error {
-	raw, err := strictResult(raw, dest)
+// encoding/json; badUTF8 is strictResult's.
+func decodeResultJSON(raw []byte, dest any, badUTF8 bool) error {
+	raw, err := strictResult(raw, dest, badUTF8)
 	if err != nil {
 		return err
 	}

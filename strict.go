@@ -55,6 +55,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // ErrDuplicateMember is wrapped by the error of a call whose result gives
@@ -157,8 +158,8 @@ func (e *memberError) invalidParams() *Error {
 // that match a field only by case are renamed "", which no field is
 // called. valid says that b is known to be valid JSON; input that is not
 // comes back as it is, for encoding/json to report, unless only its UTF-8
-// is at fault, which encoding/json would let pass. c does the check; nil
-// takes one from a pool.
+// is at fault, which encoding/json would let pass. c does the check (see
+// strictResult for c.badUTF8); nil takes one from a pool.
 func strictInput(b []byte, p *plan, valid bool, c *checker) ([]byte, *memberError) {
 	if !valid && !validJSON(b) {
 		if json.Valid(b) {
@@ -166,7 +167,10 @@ func strictInput(b []byte, p *plan, valid bool, c *checker) ([]byte, *memberErro
 		}
 		return b, nil
 	}
-	if p != nil && p.flat && p.quick(b) || p == nil && distinctFlat(b) || bytes.IndexByte(b, '{') < 0 {
+	// distinctFlat compares names as written, which input with invalid
+	// UTF-8 (c.badUTF8) must not have; quick takes no name that holds
+	// it, as no field's does.
+	if p != nil && p.flat && p.quick(b) || p == nil && (c == nil || !c.badUTF8) && distinctFlat(b) || bytes.IndexByte(b, '{') < 0 {
 		return b, nil // fields given once each, or no object at all
 	}
 	pooled := c == nil
@@ -189,13 +193,28 @@ func strictInput(b []byte, p *plan, valid bool, c *checker) ([]byte, *memberErro
 
 // strictResult applies the strict rules to raw, a result to be decoded
 // into dest, and returns what encoding/json should decode. A dest that is
-// not a pointer is left for encoding/json to refuse.
-func strictResult(raw []byte, dest any) ([]byte, error) {
+// not a pointer is left for encoding/json to refuse. badUTF8 says that
+// raw, valid JSON otherwise, holds invalid UTF-8 (a result that no
+// scanner of ours read): its names are then compared as encoding/json
+// decodes them, each invalid byte as U+FFFD, so that two names that
+// decode alike are a duplicate.
+func strictResult(raw []byte, dest any, badUTF8 bool) ([]byte, error) {
 	t := reflect.TypeOf(dest)
 	if t == nil || t.Kind() != reflect.Pointer {
 		return raw, nil
 	}
-	checked, err := strictInput(raw, planFor(t), true, nil)
+	var c *checker
+	if badUTF8 {
+		c = checkers.Get().(*checker)
+		c.badUTF8 = true
+	}
+	checked, err := strictInput(raw, planFor(t), true, c)
+	if c != nil {
+		// Reset by strictInput if it ran the check (its large buffers
+		// let go), and otherwise untouched.
+		c.badUTF8 = false
+		checkers.Put(c)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -356,6 +375,9 @@ type checker struct {
 	blank  []int        // the spans of names to blank, as pairs of offsets
 	held   int          // the most names held at once
 	maps   bool         // a frame has a map
+	// badUTF8: the input may hold invalid UTF-8 (see strictResult), so
+	// a name that does is read as encoding/json reads it.
+	badUTF8 bool
 }
 
 // checkers holds checkers for the checks that have none of their own.
@@ -373,7 +395,7 @@ func (c *checker) reset() bool {
 	if !keep {
 		c.frames, c.names = nil, nil
 	}
-	c.frames, c.names, c.blank, c.held, c.maps = c.frames[:0], c.names[:0], nil, 0, false
+	c.frames, c.names, c.blank, c.held, c.maps, c.badUTF8 = c.frames[:0], c.names[:0], nil, 0, false, false
 	return keep
 }
 
@@ -457,7 +479,7 @@ func (c *checker) member(b []byte, i int) (int, *plan, *memberError) {
 		end = i + 2 // only if b were not valid JSON
 	}
 	name := b[i+1 : end-1]
-	if escaped {
+	if escaped || c.badUTF8 && !utf8.Valid(name) {
 		name = unescapeKey(b[i:end])
 	}
 	f := &c.frames[len(c.frames)-1]

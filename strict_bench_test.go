@@ -61,7 +61,7 @@ func BenchmarkDecodeResult(b *testing.B) {
 					err = decodeResult(result, &u)
 				} else {
 					var raw []byte
-					if raw, err = strictResult(result, &u); err == nil {
+					if raw, err = strictResult(result, &u, false); err == nil {
 						err = json.Unmarshal(raw, &u)
 					}
 				}
