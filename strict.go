@@ -305,8 +305,10 @@ func distinctFlat(b []byte) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	if rest := b[i+1:]; bytes.IndexByte(rest, '{') >= 0 || bytes.IndexByte(rest, '[') >= 0 {
-		return false // nested, most likely (or a string holds a bracket): the checker's
+	if bytes.IndexByte(b[i+1:], '{') >= 0 {
+		// Nested, most likely (or a string holds a brace): the
+		// checker's. An array among the values ends the walk below.
+		return false
 	}
 	if i = skipWS(b, i+1); i < len(b) && b[i] == '}' {
 		return true
