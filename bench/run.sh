@@ -256,12 +256,12 @@ About the network targets (bench/net_test.go):
   or not made no difference there (eight rounds). The
   HTTPClient's own work beside `http.Client.Do` is a few percent. One
   caller mostly waits on the loopback and the wake-ups, where we are
-  quicker than geth by about the 1.6× asked (1.60×, 1.34×, 1.54× and
-  1.55× in four full runs, 1.45× on a quiet machine); with 64 callers
-  both cores are busy and the CPU time per call decides, which net/http's
-  share makes close for every implementation on it (the CPU rows of the
-  table): the floor itself made 1.36× and 1.60× geth's calls/s in the
-  last two full runs.
+  quicker than geth by about the 1.6× asked (from 1.34× to 1.66× in six
+  full runs, 1.45× on a quiet machine); with 64 callers both cores are
+  busy and the CPU time per call decides, which net/http's share makes
+  close for every implementation on it (the CPU rows of the table): the
+  floor itself made from 1.36× to 1.83× geth's calls/s in the last four
+  full runs.
 - **Socket, within 1.2× of io.Pipe.** Over loopback TCP every call costs
   two write and about four read system calls (half of the reads find
   nothing yet and park on the poller) and about three epoll waits, at both
@@ -400,15 +400,15 @@ come close to it where the work per message is small.
   nothing; the decoding is about a fifth of our instructions per request
   (callgrind: 1,389 of 6,753), and the rest is what W1 costs too: the
   scan, the route, the context, the answer. That puts us near the line:
-  3.94×F, 4.14×F, 3.33×F and 3.80×F in four full runs; the machine's
-  load moves it more than the margin. The hand-tuned row
+  3.94×F, 4.14×F, 3.33×F, 3.80×F, 3.21×F and 4.13×F in six full runs;
+  the machine's load moves it more than the margin. The hand-tuned row
   (W2handUnmarshalJSON, run by the demo as a process) decodes the same
   request by a hand-written `UnmarshalJSON`, and is the slower of the
   two: such a type is handed its params after the strict check's own
   pass over them, into a value that escapes (one allocation a request),
   where the direct decoder makes one pass into the handler's stack. The
-  demo's row went from 8.73×F to 5.27×F whole process between the last
-  two full runs: its float64 result is now written without encoding/json,
+  demo's row went from 8.73×F whole process to 5.27×F, 5.24×F and 6.17×F
+  in the three full runs since: its float64 result is now written without encoding/json,
   the strict check passes a small flat object without a plan at once,
   and the demo's own decoder lost a `bytes.TrimLeft` with a cutset per
   token (callgrind: 18,362 to 9,086 instructions per request).
@@ -435,16 +435,16 @@ come close to it where the work per message is small.
   from the machine's load. Interleaved runs (the package's benchmarks,
   whose figures are in the commits, and ScanEscapes16M of 0a4ae99
   against this code: 260-270 against 264-333 MB/s) show none of these
-  rows worse beyond its spread. TwoWay/seq's bytes per call, 7-9% above
-  0a4ae99 in the full runs, is within it when both run in one go: three
-  runs each of 20,000 outer calls, 0a4ae99 1,874-1,947 bytes and 19
-  allocations per call, 985449f 1,956-1,964 bytes and 17. In the last
-  full run, the rows flagged (W3batch whole process 1.20×, W5big in
-  process 1.11×, ...) came with the floor's own figures slower by as much
-  (W3batch: 37.6 to 44.4 ms): the machine was busier.
+  rows worse beyond its spread. TwoWay/seq's bytes per call, 7-11%
+  above 0a4ae99 in the full runs (the only row the last one flags), is
+  within it when both run in one go: three runs each of 20,000 outer
+  calls, 0a4ae99 1,874-1,947 bytes and 19 allocations per call, 985449f
+  1,956-1,964 bytes and 17. In a busy run the check flags more: one of
+  294078e flagged W3batch whole process 1.20× and W5big in process 1.11×,
+  with the floor's own W3batch slower by as much (37.6 to 44.4 ms).
 - **Round trip, one caller (≤ 1.5×F; at most 4 allocations per call).**
-  Met in some runs and not in others (1.78×F, 1.30×F, 1.82×F and 1.40×F
-  in four full runs): each of our calls passes
+  Met in some runs and not in others (1.78×F, 1.30×F, 1.82×F, 1.40×F,
+  1.87×F and 1.53×F in six full runs): each of our calls passes
   through three goroutines (the caller, the server's reader, the client's
   reader, which routes answers to any number of concurrent callers),
   where the floor's client reads its own answer on
