@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"math"
@@ -117,6 +118,48 @@ func TestValidJSONStringLengths(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPlainBytes checks the eight-at-once test of string bytes against
+// one byte at a time: every byte value at every position after plain
+// text, and words of bytes drawn mostly from the edges of each class, so
+// that a borrow across bytes would show.
+func TestPlainBytes(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf }
+	want := func(w []byte) int {
+		for k, c := range w {
+			if !plain(c) {
+				return k
+			}
+		}
+		return len(w)
+	}
+	check := func(w []byte) {
+		t.Helper()
+		if got := plainBytes(binary.LittleEndian.Uint64(w)); got != want(w) {
+			t.Fatalf("plainBytes(%q) = %d, want %d", w, got, want(w))
+		}
+	}
+	w := make([]byte, 8)
+	for pos := range 8 {
+		for v := range 256 {
+			copy(w, "abcdefgh")
+			w[pos] = byte(v)
+			check(w)
+			for k := pos + 1; k < 8; k++ {
+				w[k] = byte(v) // the same byte repeated above it
+			}
+			check(w)
+		}
+	}
+	edges := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"' - 1, '"', '"' + 1, '\\' - 1, '\\', '\\' + 1, 0x7f, 0x80, 0x81, 0xa0, 0xdc, 0xfe, 0xff, 'a'}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 300000 {
+		for k := range w {
+			w[k] = edges[rng.IntN(len(edges))]
+		}
+		check(w)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -42,9 +43,23 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 	for i < len(b) {
 		c := b[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			countSteps(1)
-			if run++; run == 16 {
+			if i+8 <= len(b) {
+				// Eight bytes at once: up to the first that is not
+				// plain ASCII text, which the next turn looks at.
+				if k := plainBytes(binary.LittleEndian.Uint64(b[i:])); k < 8 {
+					i += k
+					countSteps(k)
+					continue
+				}
+				i += 8
+				countSteps(8)
+				run += 8
+			} else {
+				i++
+				countSteps(1)
+				run++
+			}
+			if run >= 16 {
 				// A long string: take the rest of the run in bulk.
 				if quote < i {
 					quote = bytes.IndexByte(b[i:], '"')
@@ -101,6 +116,21 @@ func scanString(b []byte, i int) (end int, escaped, ok bool) {
 		}
 	}
 	return 0, false, false
+}
+
+// plainBytes returns how many of the eight bytes of x (in memory order,
+// little-endian) come before the first that is a quote, a backslash, a
+// control character or not ASCII; 8 if none is.
+//
+// Each test below flags the byte it is about in its high bit; a borrow
+// can flag a byte wrongly only above one flagged rightly, so the lowest
+// flag is exact.
+func plainBytes(x uint64) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	s := x ^ (ones * '\\')
+	m := ((q-ones)&^q | (s-ones)&^s | (x-ones*0x20)&^x | x) & highs
+	return bits.TrailingZeros64(m) >> 3
 }
 
 // plainRun looks at s, string content that holds no quote, up to its first
