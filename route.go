@@ -65,13 +65,18 @@ const (
 // intern returns what is known of the method named b, without allocating
 // for the names it has seen before.
 func (rs *readState) intern(c *conn, b []byte) *method {
+	// The method of the message before is the likeliest, and a compare
+	// costs less than the map's hash.
+	if m := rs.last; m != nil && m.name == string(b) {
+		return m
+	}
 	if m, ok := rs.names[string(b)]; ok {
+		rs.last = m
 		return m
 	}
-	if m := rs.last; m != nil && rs.names == nil && m.name == string(b) {
-		return m
-	}
-	return rs.learn(c, b)
+	m := rs.learn(c, b)
+	rs.last = m
+	return m
 }
 
 // learn makes what is known of a method on its first message. The
@@ -97,9 +102,8 @@ func (rs *readState) learn(c *conn, b []byte) *method {
 	if rs.names == nil {
 		// The reading role of an HTTP body keeps its methods only from
 		// the second on (a batch), so that a body of one request
-		// makes no map.
+		// makes no map: the first is rs.last until then.
 		if rs.last == nil {
-			rs.last = m
 			return m
 		}
 		rs.names = map[string]*method{rs.last.name: rs.last}

@@ -30,7 +30,7 @@ type readState struct {
 	slabQueued bool
 	arena      arena
 	names      map[string]*method // passed on with the reading role
-	last       *method            // while names is nil (an HTTP body), the one method learnt
+	last       *method            // the method of the last message; while names is nil (an HTTP body), the one learnt
 	buf        []byte             // scratch for batch responses
 	cancel     envelope
 	sample     int // counts inline runs; one in sampleEvery is timed
