@@ -251,8 +251,14 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	}
 	// current is set before busy, so that a handoff never sees a request
 	// of an earlier unit; so is the size of the buffer the unit holds.
-	rs.current.Store(0)
-	rs.bufSize.Store(int64(cap(c.in.buf)))
+	// This goroutine is their only writer: a store of what they hold
+	// already, a locked instruction, is skipped.
+	if rs.current.Load() != 0 {
+		rs.current.Store(0)
+	}
+	if size := int64(cap(c.in.buf)); rs.bufSize.Load() != size {
+		rs.bufSize.Store(size)
+	}
 	seq := rs.state.Load()>>stateSeq + 1
 	busy := seq<<stateSeq | stateBusy | u.order
 	rs.state.Store(busy)
