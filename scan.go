@@ -87,7 +87,7 @@ func scanObject(b []byte, i int, e *envelope) (int, bool) {
 		slot, n := e.knownKey(b[i:])
 		if slot != nil {
 			vstart = skipSpace(b, i+n)
-			if slot == &e.version && hasLiteral(b, vstart, `"2.0"`) {
+			if slot == &e.version && len(b)-vstart >= 5 && string(b[vstart:vstart+5]) == `"2.0"` {
 				vend, ok = vstart+5, true
 			} else {
 				vend, ok = scanValue(b, vstart)
@@ -153,27 +153,27 @@ func (e *envelope) knownKey(b []byte) (*[]byte, int) {
 	}
 	switch b[1] {
 	case 'j':
-		if hasLiteral(b, 0, `"jsonrpc":`) {
+		if len(b) >= 10 && string(b[:10]) == `"jsonrpc":` {
 			return &e.version, 10
 		}
 	case 'm':
-		if hasLiteral(b, 0, `"method":`) {
+		if len(b) >= 9 && string(b[:9]) == `"method":` {
 			return &e.method, 9
 		}
 	case 'p':
-		if hasLiteral(b, 0, `"params":`) {
+		if len(b) >= 9 && string(b[:9]) == `"params":` {
 			return &e.params, 9
 		}
 	case 'i':
-		if hasLiteral(b, 0, `"id":`) {
+		if string(b[:5]) == `"id":` {
 			return &e.id, 5
 		}
 	case 'r':
-		if hasLiteral(b, 0, `"result":`) {
+		if len(b) >= 9 && string(b[:9]) == `"result":` {
 			return &e.result, 9
 		}
 	case 'e':
-		if hasLiteral(b, 0, `"error":`) {
+		if len(b) >= 8 && string(b[:8]) == `"error":` {
 			return &e.err, 8
 		}
 	}

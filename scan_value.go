@@ -21,7 +21,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\
 
 func skipSpace(b []byte, i int) int {
 	start := i
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	countSteps(i - start + 1)
