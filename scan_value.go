@@ -239,14 +239,17 @@ type bitStack struct {
 	high  []uint64
 }
 
+// The depths are unsigned below, so that the divisions are shifts and
+// the index into low needs no check.
+
 func (s *bitStack) push(object bool) {
-	d := s.depth
+	d := uint(s.depth)
 	s.depth++
 	var w *uint64
 	if d < 256 {
 		w = &s.low[d/64]
 	} else {
-		k := (d - 256) / 64
+		k := int((d - 256) / 64)
 		if k == len(s.high) {
 			s.high = append(s.high, 0)
 		}
@@ -261,7 +264,7 @@ func (s *bitStack) push(object bool) {
 }
 
 func (s *bitStack) top() (object bool) {
-	d := s.depth - 1
+	d := uint(s.depth - 1)
 	if d < 256 {
 		return s.low[d/64]&(1<<(d%64)) != 0
 	}
