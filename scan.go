@@ -32,7 +32,9 @@ type envelope struct {
 
 func (e *envelope) reset() {
 	others, seen := e.others[:0], e.seen
-	clear(seen)
+	if len(seen) > 0 {
+		clear(seen) // a call, even for an empty or nil map
+	}
 	*e = envelope{others: others, seen: seen}
 }
 

@@ -207,7 +207,10 @@ func number(b []byte, i int) (int, bool) {
 	default:
 		return 0, false
 	}
-	if i < len(b) && b[i] == '.' {
+	if i >= len(b) || b[i] != '.' && b[i]|0x20 != 'e' {
+		return i, true // an integer, the usual number
+	}
+	if b[i] == '.' {
 		i++
 		if i >= len(b) || !isDigit(b[i]) {
 			return 0, false
