@@ -64,13 +64,17 @@ func (c *conn) call(ctx context.Context, method string, params, result any, oc *
 		c.leaveSlot(rc)
 		defer c.retakeSlot(rc)
 	}
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		if c.abandon(id, p) {
-			p.dest = nil
-			c.calls.Put(p)
-			return sent(ctx.Err())
+	if done := ctx.Done(); done == nil {
+		<-p.done // a context that cannot end: a receive costs less than a select
+	} else {
+		select {
+		case <-p.done:
+		case <-done:
+			if c.abandon(id, p) {
+				p.dest = nil
+				c.calls.Put(p)
+				return sent(ctx.Err())
+			}
 		}
 	}
 	err = p.err
