@@ -256,11 +256,11 @@ About the network targets (bench/net_test.go):
   or not made no difference there (eight rounds). The
   HTTPClient's own work beside `http.Client.Do` is a few percent. One
   caller mostly waits on the loopback and the wake-ups, where we are
-  quicker than geth by about the 1.6× asked (from 1.34× to 1.66× in six
+  quicker than geth by about the 1.6× asked (from 1.34× to 1.90× in eight
   full runs, 1.45× on a quiet machine); with 64 callers both cores are
   busy and the CPU time per call decides, which net/http's share makes
   close for every implementation on it (the CPU rows of the table): the
-  floor itself made from 1.36× to 1.83× geth's calls/s in the last four
+  floor itself made from 1.36× to 1.83× geth's calls/s in the last six
   full runs.
 - **Socket, within 1.2× of io.Pipe.** Over loopback TCP every call costs
   two write and about four read system calls (half of the reads find
@@ -381,6 +381,17 @@ come close to it where the work per message is small.
   for them), call the handler through the Mux and write the answer. The
   profile below shows no single hot spot: scanning is about a third,
   dispatch and the context another third, the collector most of the rest.
+  The scan lost much of its cost per token in issue 20's last session:
+  strings are tested eight bytes at a time, a byte above space ends the
+  skip of whitespace at once, the usual member names are compared as
+  constants, an integer ends at its last digit, and the method of the
+  message before is tried before the map of names (callgrind, the
+  package's BenchmarkServe: W1echoRaw 3,255 to 2,654 instructions per
+  request, W4notifyRaw 2,668 to 2,120, W2typed 5,073 to 4,270, W3batch
+  3,122 to 2,629). In the full runs before it, W1 took 3.20×F whole
+  process and 3.31×F in process; in the two after, 3.02×F and 2.50×F,
+  and 2.56×F and 2.96×F. Still far from 1.6×F: the floor's work per line
+  is a third of the scan alone.
   A `RawHandlerFunc` echo allocates nothing of its own per request: the
   block of contexts is one allocation per 512 requests (0.002), and the
   rest of the allocation figure is each benchmark iteration's new
@@ -399,16 +410,17 @@ come close to it where the work per message is small.
   The params value stays on the handler's stack, so a request allocates
   nothing; the decoding is about a fifth of our instructions per request
   (callgrind: 1,389 of 6,753), and the rest is what W1 costs too: the
-  scan, the route, the context, the answer. That puts us near the line:
-  3.94×F, 4.14×F, 3.33×F, 3.80×F, 3.21×F and 4.13×F in six full runs;
-  the machine's load moves it more than the margin. The hand-tuned row
+  scan, the route, the context, the answer. That put us near the line:
+  3.94×F, 4.14×F, 3.33×F, 3.80×F, 3.21×F and 4.13×F in six full runs,
+  where the machine's load moved it more than the margin; with the
+  faster scan (see W1), 3.78×F and 2.59×F in the two runs since. The hand-tuned row
   (W2handUnmarshalJSON, run by the demo as a process) decodes the same
   request by a hand-written `UnmarshalJSON`, and is the slower of the
   two: such a type is handed its params after the strict check's own
   pass over them, into a value that escapes (one allocation a request),
   where the direct decoder makes one pass into the handler's stack. The
   demo's row went from 8.73×F whole process to 5.27×F, 5.24×F and 6.17×F
-  in the three full runs since: its float64 result is now written without encoding/json,
+  in the three full runs after (5.02×F and 3.96×F with the faster scan): its float64 result is now written without encoding/json,
   the strict check passes a small flat object without a plan at once,
   and the demo's own decoder lost a `bytes.TrimLeft` with a cutset per
   token (callgrind: 18,362 to 9,086 instructions per request).
@@ -442,9 +454,14 @@ come close to it where the work per message is small.
   1,956-1,964 bytes and 17. In a busy run the check flags more: one of
   294078e flagged W3batch whole process 1.20× and W5big in process 1.11×,
   with the floor's own W3batch slower by as much (37.6 to 44.4 ms).
+  The first full run after the faster scan flagged ScanEscapes16M 1.13×
+  (and HTTP with 64 callers 1.08-1.11×), where the same-run A/B of the
+  bench module against the library before and after (six interleaved
+  rounds) had it 22.8% faster (59.8 to 46.2 ms per run); the next run
+  flagged only TwoWay/seq's bytes.
 - **Round trip, one caller (≤ 1.5×F; at most 4 allocations per call).**
   Met in some runs and not in others (1.78×F, 1.30×F, 1.82×F, 1.40×F,
-  1.87×F and 1.53×F in six full runs): each of our calls passes
+  1.87×F, 1.53×F, 1.59×F and 1.75×F in eight full runs): each of our calls passes
   through three goroutines (the caller, the server's reader, the client's
   reader, which routes answers to any number of concurrent callers),
   where the floor's client reads its own answer on
