@@ -167,34 +167,24 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 // encodeParams encodes the params of a notification or request, which must
 // be an object or an array; nil, or a value that encodes as null (a nil
 // pointer, map or slice), means none.
-//
-// A json.RawMessage is scanned once, by encodeRaw; what encoding/json
-// writes is scanned by validParams, for the UTF-8 of what a Marshaler
-// returned, which encoding/json does not check.
 func encodeParams(params any) ([]byte, error) {
-	raw, isRaw := params.(json.RawMessage)
-	if params == nil || isRaw && raw == nil {
+	if params == nil {
 		return nil, nil
 	}
-	var err error
-	if isRaw {
-		raw, err = encodeRaw(raw)
-	} else {
-		raw, err = encodeValue(params)
+	if raw, ok := params.(json.RawMessage); ok && raw == nil {
+		return nil, nil
 	}
+	raw, err := encodeValue(params)
 	if err != nil {
 		return nil, err
 	}
-	i := skipSpace(raw, 0) // a json.RawMessage may hold spaces
-	switch {
-	case i < len(raw) && raw[i] == 'n':
-		return nil, nil // null: the only valid JSON that starts so
-	case isRaw && i < len(raw) && (raw[i] == '{' || raw[i] == '['):
-		return raw, nil // valid JSON, checked by encodeRaw
-	case !isRaw && validParams(raw):
-		return raw, nil
+	if string(bytes.Trim(raw, " \t\r\n")) == "null" { // a json.RawMessage may hold spaces
+		return nil, nil
 	}
-	return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
+	if !validParams(raw) {
+		return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
+	}
+	return raw, nil
 }
 
 // checkRawParams returns an Invalid params error if raw, params given as

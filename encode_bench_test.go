@@ -1,9 +1,6 @@
 package jsonrpc
 
-import (
-	"encoding/json"
-	"testing"
-)
+import "testing"
 
 // BenchmarkEncodeResult measures writing a result: a float64 returned by
 // a Func (appendScalar, onto the output), the same float and an int boxed
@@ -38,36 +35,6 @@ func BenchmarkEncodeResult(b *testing.B) {
 				}
 				if e != nil {
 					es.put(e)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkEncodeParams measures encoding the params of a call, as Call
-// does before it writes the request: a flat struct, which goes to
-// encoding/json and then through the scan that checks it is an object or
-// array, a json.RawMessage, which is scanned only, and a map.
-func BenchmarkEncodeParams(b *testing.B) {
-	type sub struct {
-		Minuend    int `json:"minuend"`
-		Subtrahend int `json:"subtrahend"`
-	}
-	for _, tc := range []struct {
-		name string
-		v    any
-		want string
-	}{
-		{"struct", sub{42, 23}, `{"minuend":42,"subtrahend":23}`},
-		{"raw", json.RawMessage(`{"minuend":42,"subtrahend":23}`), `{"minuend":42,"subtrahend":23}`},
-		{"map", map[string]int{"minuend": 42, "subtrahend": 23}, `{"minuend":42,"subtrahend":23}`},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				out, err := encodeParams(tc.v)
-				if err != nil || string(out) != tc.want {
-					b.Fatalf("%q, %v", out, err)
 				}
 			}
 		})
