@@ -39,8 +39,10 @@ var (
 // The toxics, each on both directions of every connection. reset_peer and
 // timeout let no byte through where they apply, so they apply to half of
 // the connections in each direction: a quarter of the connections work,
-// and the callers find them by dialing again. With 8 connections or more
-// at the start, the chance that none gets the toxic is 0.25⁸ (1.5e-5).
+// and the callers find them by dialing again. The chance that not one of
+// n connections works is 0.75ⁿ: 10% for 8, which is why the black hole,
+// whose Conns end only after SilenceTimeout, runs over more Conns and
+// long enough to dial again (see its entry).
 var toxics = []toxic{
 	{
 		name: "none (the proxy alone)", deadline: 2 * time.Second, passes: true,
@@ -75,10 +77,18 @@ var toxics = []toxic{
 		// data it swallows: it closes a connection once the caller has
 		// sent nothing for 1 s, which a caller that goes on calling never
 		// does; the Conn ends by itself once its calls have waited
-		// SilenceTimeout for a byte (see tcpCaller).
+		// SilenceTimeout for a byte (see tcpCaller). So the first call
+		// to fail on its connection fails after 2 to 2.5 s, and the
+		// short run lasts 5 s, that calls made after it may be answered
+		// (over a Conn that works, or one dialed again); over 24 Conns,
+		// one for each worker, since each works with a chance of a
+		// quarter: the chance that none of them and none of those
+		// dialed again in place of the others works is about 0.75⁴²
+		// (6e-6), where 8 Conns over 2 s failed a few runs in a hundred.
 		name: "timeout: black hole, closed after 1 s without data (half)", kind: "timeout",
 		attrs:    map[string]any{"timeout": 1000},
 		toxicity: 0.5, deadline: time.Second, passes: true, closes: true,
+		shortSpan: 5 * time.Second, tcpConns: callers,
 	},
 }
 
@@ -113,6 +123,9 @@ func TestFaults(t *testing.T) {
 					seed := uint64(time.Now().UnixNano())
 					t.Logf("seed %d", seed)
 					ld := load{calls: calls, workers: callers, span: span, seed: seed}
+					if !*long && tx.shortSpan > 0 {
+						ld.span = tx.shortSpan
+					}
 					ty := runFault(t, transport, tx, ld)
 					checkFault(t, tx, ld, ty)
 					mu.Lock()
@@ -180,7 +193,8 @@ func runFault(t *testing.T, transport string, tx toxic, ld load) *tally {
 	var c caller
 	switch transport {
 	case "tcp":
-		c = newTCPCaller(t, addr, tcpConns, perTCPConn)
+		conns := cmp.Or(tx.tcpConns, tcpConns)
+		c = newTCPCaller(t, addr, conns, ld.workers/conns)
 	case "http":
 		c = newHTTPCaller(addr, ld.workers)
 	}

@@ -136,6 +136,12 @@ type toxic struct {
 	// connection, so that right answers must come over connections
 	// dialed again.
 	passes, closes, everyConn bool
+	// shortSpan, if set, is the short run's span for this toxic, in
+	// place of the default; tcpConns, the number of Conns the TCP
+	// callers spread over, in place of the default tcpConns (with
+	// callers/tcpConns workers on each).
+	shortSpan time.Duration
+	tcpConns  int
 }
 
 // startProxy runs a toxiproxy proxy in this process from a loopback port
