@@ -173,6 +173,10 @@ func encodeParams(params any) ([]byte, error) {
 	}
 	if raw, ok := params.(json.RawMessage); ok && raw == nil {
 		return nil, nil
+	} else if !ok {
+		if raw, ok := encodeFlat(params); ok {
+			return raw, nil // an object, or nil for a nil pointer
+		}
 	}
 	raw, err := encodeValue(params)
 	if err != nil {

@@ -265,6 +265,7 @@ type jsonField struct {
 	index      []int
 	viaPointer bool
 	quoted     bool
+	opts       string // the tag's options, after its name
 }
 
 // jsonFields returns the fields encoding/json decodes the members of an
@@ -333,7 +334,7 @@ func jsonFields(t reflect.Type) []jsonField {
 					continue
 				}
 				f := jsonField{name: name, typ: sf.Type, depth: depth, tagged: name != "",
-					index: index, viaPointer: e.viaPointer, quoted: quotable(opts, ft)}
+					index: index, viaPointer: e.viaPointer, quoted: quotable(opts, ft), opts: opts}
 				if name == "" {
 					f.name = sf.Name
 				}
