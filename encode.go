@@ -167,28 +167,37 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 // encodeParams encodes the params of a notification or request, which must
 // be an object or an array; nil, or a value that encodes as null (a nil
 // pointer, map or slice), means none.
+//
+// A json.RawMessage is scanned once, by encodeRaw; a struct of plain
+// fields is written by its plan (encode_flat.go), which needs no scan;
+// what encoding/json writes is scanned by validParams, for the UTF-8 of
+// what a Marshaler returned, which encoding/json does not check.
 func encodeParams(params any) ([]byte, error) {
-	if params == nil {
+	raw, isRaw := params.(json.RawMessage)
+	if params == nil || isRaw && raw == nil {
 		return nil, nil
 	}
-	if raw, ok := params.(json.RawMessage); ok && raw == nil {
-		return nil, nil
-	} else if !ok {
-		if raw, ok := encodeFlat(params); ok {
-			return raw, nil // an object, or nil for a nil pointer
-		}
+	var err error
+	if isRaw {
+		raw, err = encodeRaw(raw)
+	} else if flat, ok := encodeFlat(params); ok {
+		return flat, nil // an object, or nil for a nil pointer
+	} else {
+		raw, err = encodeValue(params)
 	}
-	raw, err := encodeValue(params)
 	if err != nil {
 		return nil, err
 	}
-	if string(bytes.Trim(raw, " \t\r\n")) == "null" { // a json.RawMessage may hold spaces
-		return nil, nil
+	i := skipSpace(raw, 0) // a json.RawMessage may hold spaces
+	switch {
+	case i < len(raw) && raw[i] == 'n':
+		return nil, nil // null: the only valid JSON that starts so
+	case isRaw && i < len(raw) && (raw[i] == '{' || raw[i] == '['):
+		return raw, nil // valid JSON, checked by encodeRaw
+	case !isRaw && validParams(raw):
+		return raw, nil
 	}
-	if !validParams(raw) {
-		return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
-	}
-	return raw, nil
+	return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
 }
 
 // checkRawParams returns an Invalid params error if raw, params given as

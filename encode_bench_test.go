@@ -48,7 +48,7 @@ func BenchmarkEncodeResult(b *testing.B) {
 // does before it writes the request: flat structs, written by their plan
 // (encode_flat.go), a map, which goes to encoding/json and then through
 // the scan that checks it is an object, and a json.RawMessage, which is
-// scanned.
+// scanned once.
 func BenchmarkEncodeParams(b *testing.B) {
 	type text struct {
 		URI     string `json:"uri"`

@@ -419,3 +419,75 @@ func TestOutputBufferDoubles(t *testing.T) {
 		t.Errorf("%v allocations to fill the buffer to %d bytes; want at most 5 (4 KiB doubled to 64 KiB)", allocs, len(lw.buf))
 	}
 }
+
+// rawMarshaler returns its bytes as its JSON, which encoding/json checks
+// for syntax but not for UTF-8.
+type rawMarshaler string
+
+func (m rawMarshaler) MarshalJSON() ([]byte, error) { return []byte(m), nil }
+
+// TestEncodeParams checks what a call's params become on the wire: none
+// for nil and for anything that encodes as null, an object or an array
+// as it is (on one line), and an Invalid params error for anything else,
+// invalid JSON and invalid UTF-8 included, whether the params come as a
+// json.RawMessage or through encoding/json.
+func TestEncodeParams(t *testing.T) {
+	type sub struct {
+		Minuend    int `json:"minuend"`
+		Subtrahend int `json:"subtrahend"`
+	}
+	// invalid: an Invalid params error, for valid JSON of another kind;
+	// bad: an error for what is not JSON (encodeRaw's or encoding/json's).
+	none, invalid, bad := "", "invalid", "bad"
+	tests := []struct {
+		name   string
+		params any
+		want   string
+	}{
+		{"nil", nil, none},
+		{"nil raw", json.RawMessage(nil), none},
+		{"raw null", json.RawMessage(" null\n"), none},
+		{"raw array", json.RawMessage(` [1,"x"] `), ` [1,"x"] `},
+		{"raw object on lines", json.RawMessage("{\n\"a\": 1\n}"), `{"a":1}`},
+		{"raw string", json.RawMessage(`"s"`), invalid},
+		{"raw number", json.RawMessage(`12`), invalid},
+		{"raw true", json.RawMessage(`true`), invalid},
+		{"raw empty", json.RawMessage(``), bad},
+		{"raw spaces", json.RawMessage(`  `), bad},
+		{"raw invalid", json.RawMessage(`{"a":`), bad},
+		{"raw nul", json.RawMessage(`nul`), bad},
+		{"raw bad UTF-8", json.RawMessage("[\"\xff\"]"), bad},
+		{"string", "s", invalid},
+		{"int", 5, invalid},
+		{"struct", sub{42, 23}, `{"minuend":42,"subtrahend":23}`},
+		{"pointer", &sub{1, 2}, `{"minuend":1,"subtrahend":2}`},
+		{"nil pointer", (*sub)(nil), none},
+		{"flat NaN", struct{ F float64 }{math.NaN()}, bad},
+		{"nil slice", []int(nil), none},
+		{"map", map[string]int{"a": 1}, `{"a":1}`},
+		{"marshaler null", rawMarshaler(`null`), none},
+		{"marshaler array", rawMarshaler(`[1]`), `[1]`},
+		{"marshaler string", rawMarshaler(`"s"`), invalid},
+		{"marshaler bad UTF-8", rawMarshaler("[\"\xff\"]"), invalid},
+		{"field of bad UTF-8", struct{ R rawMarshaler }{"\"\xff\""}, invalid},
+	}
+	for _, tc := range tests {
+		got, err := encodeParams(tc.params)
+		switch tc.want {
+		case bad:
+			assert.Error(t, err, tc.name)
+			assert.Nil(t, got, tc.name)
+		case invalid:
+			var werr *Error
+			if assert.ErrorAs(t, err, &werr, tc.name) {
+				assert.Equal(t, CodeInvalidParams, werr.Code, tc.name)
+			}
+		case none:
+			assert.NoError(t, err, tc.name)
+			assert.Nil(t, got, tc.name)
+		default:
+			assert.NoError(t, err, tc.name)
+			assert.Equal(t, tc.want, string(got), tc.name)
+		}
+	}
+}
