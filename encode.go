@@ -84,7 +84,7 @@ func encodeValue(v any) ([]byte, error) {
 	case json.RawMessage:
 		return encodeRaw(v)
 	case string:
-		return appendString(nil, v), nil
+		return appendString(make([]byte, 0, len(v)+2), v), nil
 	}
 	return json.Marshal(v)
 }

@@ -8,7 +8,7 @@ import (
 // BenchmarkEncodeResult measures writing a result: a float64 returned by
 // a Func (appendScalar, onto the output), the same float and an int boxed
 // in an interface as a HandlerFunc returns them (the server's encoders),
-// and a struct, which goes to encoding/json.
+// a struct, which goes to encoding/json, and a string (appendString).
 func BenchmarkEncodeResult(b *testing.B) {
 	type point struct {
 		X, Y float64
@@ -27,7 +27,10 @@ func BenchmarkEncodeResult(b *testing.B) {
 		name string
 		v    any
 		want string
-	}{{"boxed-float64", 39.5, "39.5"}, {"boxed-int", 39, "39"}, {"struct", point{1, 2}, `{"X":1,"Y":2}`}} {
+	}{
+		{"boxed-float64", 39.5, "39.5"}, {"boxed-int", 39, "39"}, {"struct", point{1, 2}, `{"X":1,"Y":2}`},
+		{"string", "The quick brown fox jumps over the lazy dog.", `"The quick brown fox jumps over the lazy dog."`},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var es encoders
 			b.ReportAllocs()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -279,6 +280,24 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 		})
 	}
 	assert.Equal(t, `x"a"`, string(appendString([]byte("x"), "a")), "appends")
+
+	// Each special byte at each position of strings long enough for the
+	// eight-at-a-time path, and at their ends.
+	for _, special := range []string{`"`, `\`, "\n", "\x00", "\x1f", "\x7f", "é", "\xff", "\u2028", "😀"} {
+		special, _ = strconv.Unquote(`"` + special + `"`)
+		for n := 0; n <= 20; n++ {
+			for at := 0; at <= n; at++ {
+				s := strings.Repeat("a", at) + special + strings.Repeat("b", n-at)
+				got := appendString(nil, s)
+				var back, ref string
+				require.NoError(t, json.Unmarshal(got, &back), "%q", got)
+				want, _ := json.Marshal(s)
+				require.NoError(t, json.Unmarshal(want, &ref))
+				require.Equal(t, ref, back, "%q", s)
+				require.True(t, validJSON(got), "%q", got)
+			}
+		}
+	}
 }
 
 func TestArenaStrings(t *testing.T) {

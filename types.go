@@ -294,6 +294,16 @@ func appendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) { // eight plain bytes at a time
+			n := plainBytes(load64(s, i))
+			i += n
+			if n < 8 {
+				break
+			}
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
@@ -329,6 +339,14 @@ func appendString(buf []byte, s string) []byte {
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
+}
+
+// load64 returns the eight bytes of s from i on as a little-endian
+// integer (one load, where the target allows it).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // arena hands out immutable strings copied into shared blocks, so that the
