@@ -388,7 +388,7 @@ func (c *HTTPClient) streamCall(ctx context.Context, header http.Header, id int6
 		if kind != lineObject {
 			return false, nil
 		}
-		if e.id == nil && e.method != nil && string(methodName(e.method)) == StreamItemMethod {
+		if e.id == nil && e.method != nil && string(e.methodName()) == StreamItemMethod {
 			if to, ok := streamTarget(e.params); ok && to == id && e.checkRequest() == "" {
 				if !yield(itemOf(e.params), nil) {
 					stopped = true
@@ -485,7 +485,7 @@ func (c *HTTPClient) note(e *envelope) bool {
 		return false
 	}
 	if c.OnNotify != nil && e.checkRequest() == "" {
-		c.OnNotify(&Request{Method: string(methodName(e.method)), Params: e.params})
+		c.OnNotify(&Request{Method: string(e.methodName()), Params: e.params})
 	}
 	return true
 }

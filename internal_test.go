@@ -235,6 +235,41 @@ func TestScanLineKinds(t *testing.T) {
 	}
 }
 
+// TestScanMethodName checks that the scan's note of a method without
+// escapes is right, whichever way the member was read: the decoded name
+// must be the same as methodName's.
+func TestScanMethodName(t *testing.T) {
+	for _, tc := range []struct {
+		line, name string
+		plain      bool
+	}{
+		{`{"method":"ab"}`, "ab", true},
+		{`{"method":""}`, "", true},
+		{`{"method":"a\u0062"}`, "ab", false},
+		{`{"method":"a\\b"}`, `a\b`, false},
+		{`{"method":"a\"b"}`, `a"b`, false},
+		{`{"method" : "ab"}`, "ab", false}, // not the usual spelling: not looked at
+		{`{"m\u0065thod":"ab"}`, "ab", false},
+		{`{"method":"a\u0062","method":"cd"}`, "cd", true},
+		{`{"method":"ab","m\u0065thod":"c\u0064"}`, "cd", false},
+		{`{"method":"ab","method":"c\u0064"}`, "cd", false},
+		{`{"method":"ab","method":1}`, "", false},
+		{`[{"method":"ab"}]`, "ab", true},
+	} {
+		var e envelope
+		kind, batch := scanLine([]byte(tc.line), &e, nil, defaultMaxBatch)
+		if kind == lineBatch {
+			e = batch[0]
+		}
+		require.NotEqual(t, lineInvalidJSON, kind, tc.line)
+		assert.Equal(t, tc.plain, e.plainMethod, tc.line)
+		if e.method[0] == '"' {
+			assert.Equal(t, string(methodName(e.method)), string(e.methodName()), tc.line)
+			assert.Equal(t, tc.name, string(e.methodName()), tc.line)
+		}
+	}
+}
+
 func TestScanLineEnvelope(t *testing.T) {
 	line := []byte(`{"x":[1,{"id":9}],"jsonrpc":"2.0","id":"a\"b","method":"m\u0065","params":{"k":[1]},"result":1,"error":{}}`)
 	var e envelope

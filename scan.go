@@ -25,6 +25,9 @@ type envelope struct {
 	dup     bool   // a member appeared twice
 	dupID   bool   // "id" appeared twice
 	object  bool   // the value was a JSON object
+	// plainMethod says that method is a string with no escape in it,
+	// found so by the scan; false where unknown.
+	plainMethod bool
 
 	others [][]byte            // names of the members the envelope ignores
 	seen   map[string]struct{} // the same, once there are many
@@ -89,15 +92,22 @@ func scanObject(b []byte, i int, e *envelope) (int, bool) {
 		slot, n := e.knownKey(b[i:])
 		if slot != nil {
 			vstart = skipSpace(b, i+n)
-			if slot == &e.version && len(b)-vstart >= 5 && string(b[vstart:vstart+5]) == `"2.0"` {
+			escaped := true
+			switch {
+			case slot == &e.version && len(b)-vstart >= 5 && string(b[vstart:vstart+5]) == `"2.0"`:
 				vend, ok = vstart+5, true
-			} else {
+			case slot == &e.method && vstart < len(b) && b[vstart] == '"':
+				vend, escaped, ok = scanString(b, vstart)
+			default:
 				vend, ok = scanValue(b, vstart)
 			}
 			if !ok {
 				return 0, false
 			}
 			e.set(slot, b[vstart:vend])
+			if slot == &e.method {
+				e.plainMethod = !escaped
+			}
 		} else {
 			kstart := i
 			kend, escaped, ok := scanString(b, i)
@@ -118,6 +128,9 @@ func scanObject(b []byte, i int, e *envelope) (int, bool) {
 			}
 			if slot := e.member(name); slot != nil {
 				e.set(slot, b[vstart:vend])
+				if slot == &e.method {
+					e.plainMethod = false // not looked at
+				}
 			} else {
 				e.other(name)
 			}
@@ -349,6 +362,15 @@ func (e *envelope) replyID() []byte {
 }
 
 var nullID = []byte("null")
+
+// methodName returns the decoded method of e, a valid request, as
+// methodName does, without looking for escapes where the scan found none.
+func (e *envelope) methodName() []byte {
+	if e.plainMethod {
+		return e.method[1 : len(e.method)-1]
+	}
+	return methodName(e.method)
+}
 
 // methodName returns the decoded method of a valid request. Unescaped
 // names, the common case, come back as a sub-slice without allocating.

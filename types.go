@@ -114,7 +114,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	if why := e.checkRequest(); why != "" {
 		return Errorf(CodeInvalidRequest, "Invalid Request: %s", why)
 	}
-	*r = Request{Method: string(methodName(e.method))}
+	*r = Request{Method: string(e.methodName())}
 	if e.id != nil {
 		r.ID = ID{raw: string(e.id)}
 	}

@@ -98,7 +98,7 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 	}
 	u.tasks = append(u.tasks, task{})
 	t := &u.tasks[len(u.tasks)-1]
-	t.method = rs.intern(c, methodName(e.method))
+	t.method = rs.intern(c, e.methodName())
 	m := t.method
 	if !m.free {
 		u.order &^= stateFree
@@ -173,7 +173,7 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 		return true
 	case c.onNotify != nil:
 		if act {
-			c.onNotify(&Request{Method: string(methodName(e.method)), Params: e.params})
+			c.onNotify(&Request{Method: string(e.methodName()), Params: e.params})
 		}
 		return true
 	}
