@@ -27,7 +27,7 @@ type encoders struct {
 type encoder struct {
 	buf    bytes.Buffer
 	enc    *json.Encoder
-	scalar []byte // a bool, integer or float, written by appendScalar
+	scalar []byte // a bool, integer or float written by appendScalar, or a value by its plan
 }
 
 // encode encodes v as encodeValue does. When the bytes come from a pooled
@@ -55,6 +55,11 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 		if e.scalar, ok = appendScalar(e.scalar[:0], v); ok {
 			return e.scalar, e, nil
 		}
+	} else if b, ok := encodeDirect(e.scalar[:0], v, false); ok {
+		// A struct, pointer, slice or array with a plan
+		// (encode_direct.go), written as the Encoder would write it.
+		e.scalar = b
+		return b, e, nil
 	}
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
@@ -65,7 +70,7 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 }
 
 func (es *encoders) put(e *encoder) {
-	if e.buf.Cap() <= 64<<10 {
+	if e.buf.Cap() <= 64<<10 && cap(e.scalar) <= 64<<10 {
 		es.pool.Put(e)
 	}
 }
@@ -168,10 +173,10 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 // be an object or an array; nil, or a value that encodes as null (a nil
 // pointer, map or slice), means none.
 //
-// A json.RawMessage is scanned once, by encodeRaw; a struct of plain
-// fields is written by its plan (encode_flat.go), which needs no scan;
-// what encoding/json writes is scanned by validParams, for the UTF-8 of
-// what a Marshaler returned, which encoding/json does not check.
+// A json.RawMessage is scanned once, by encodeRaw; a value with a plan
+// (encode_direct.go) is written by it, and needs no scan; what
+// encoding/json writes is scanned by validParams, for the UTF-8 of what a
+// Marshaler returned, which encoding/json does not check.
 func encodeParams(params any) ([]byte, error) {
 	raw, isRaw := params.(json.RawMessage)
 	if params == nil || isRaw && raw == nil {
@@ -180,8 +185,8 @@ func encodeParams(params any) ([]byte, error) {
 	var err error
 	if isRaw {
 		raw, err = encodeRaw(raw)
-	} else if flat, ok := encodeFlat(params); ok {
-		return flat, nil // an object, or nil for a nil pointer
+	} else if direct, ok := encodeParamsDirect(params); ok {
+		return direct, nil // nil for null
 	} else {
 		raw, err = encodeValue(params)
 	}

@@ -8,7 +8,8 @@ import (
 // BenchmarkEncodeResult measures writing a result: a float64 returned by
 // a Func (appendScalar, onto the output), the same float and an int boxed
 // in an interface as a HandlerFunc returns them (the server's encoders),
-// a struct, which goes to encoding/json, and a string (appendString).
+// a struct and a slice of nested structs (as an LSP server returns), which
+// their plans write (encode_direct.go), and a string (appendString).
 func BenchmarkEncodeResult(b *testing.B) {
 	type point struct {
 		X, Y float64
@@ -30,6 +31,7 @@ func BenchmarkEncodeResult(b *testing.B) {
 	}{
 		{"boxed-float64", 39.5, "39.5"}, {"boxed-int", 39, "39"}, {"struct", point{1, 2}, `{"X":1,"Y":2}`},
 		{"string", "The quick brown fox jumps over the lazy dog.", `"The quick brown fox jumps over the lazy dog."`},
+		{"locations", benchLocations, benchLocationsJSON},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var es encoders
@@ -49,7 +51,7 @@ func BenchmarkEncodeResult(b *testing.B) {
 
 // BenchmarkEncodeParams measures encoding the params of a call, as Call
 // does before it writes the request: flat structs, written by their plan
-// (encode_flat.go), a map, which goes to encoding/json and then through
+// (encode_direct.go), flat and nested, a map, which goes to encoding/json and then through
 // the scan that checks it is an object, and a json.RawMessage, which is
 // scanned once.
 func BenchmarkEncodeParams(b *testing.B) {
@@ -66,6 +68,7 @@ func BenchmarkEncodeParams(b *testing.B) {
 		{"struct", flatSub{42, 23}, `{"minuend":42,"subtrahend":23}`},
 		{"pointer", &flatSub{42, 23}, `{"minuend":42,"subtrahend":23}`},
 		{"strings", text{"file:///a/b.go", 3, "package b\n"}, `{"uri":"file:///a/b.go","version":3,"text":"package b\n"}`},
+		{"nested", benchDidChange, benchDidChangeJSON},
 		{"map", map[string]int{"minuend": 42, "subtrahend": 23}, `{"minuend":42,"subtrahend":23}`},
 		{"raw", json.RawMessage(`{"minuend":42,"subtrahend":23}`), `{"minuend":42,"subtrahend":23}`},
 	} {
@@ -80,3 +83,46 @@ func BenchmarkEncodeParams(b *testing.B) {
 		})
 	}
 }
+
+// Values of the shapes LSP sends and returns, for the benchmarks above.
+type (
+	benchPosition struct {
+		Line      int `json:"line"`
+		Character int `json:"character"`
+	}
+	benchRange struct {
+		Start benchPosition `json:"start"`
+		End   benchPosition `json:"end"`
+	}
+	benchLocation struct {
+		URI   string     `json:"uri"`
+		Range benchRange `json:"range"`
+	}
+	benchChange struct {
+		Range *benchRange `json:"range,omitempty"`
+		Text  string      `json:"text"`
+	}
+	benchDocument struct {
+		URI     string `json:"uri"`
+		Version int    `json:"version"`
+	}
+	benchDidChangeParams struct {
+		TextDocument   benchDocument `json:"textDocument"`
+		ContentChanges []benchChange `json:"contentChanges"`
+	}
+)
+
+var (
+	benchLocations = []benchLocation{
+		{"file:///src/a.go", benchRange{benchPosition{10, 4}, benchPosition{10, 12}}},
+		{"file:///src/b.go", benchRange{benchPosition{200, 0}, benchPosition{201, 1}}},
+	}
+	benchLocationsJSON = `[{"uri":"file:///src/a.go","range":{"start":{"line":10,"character":4},"end":{"line":10,"character":12}}},` +
+		`{"uri":"file:///src/b.go","range":{"start":{"line":200,"character":0},"end":{"line":201,"character":1}}}]`
+	benchDidChange = &benchDidChangeParams{
+		TextDocument:   benchDocument{"file:///src/a.go", 7},
+		ContentChanges: []benchChange{{Range: &benchRange{benchPosition{3, 1}, benchPosition{3, 1}}, Text: "x := 1\n"}},
+	}
+	benchDidChangeJSON = `{"textDocument":{"uri":"file:///src/a.go","version":7},` +
+		`"contentChanges":[{"range":{"start":{"line":3,"character":1},"end":{"line":3,"character":1}},"text":"x := 1\n"}]}`
+)

@@ -1,0 +1,393 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Types for TestDirectEncoder: those a plan writes, and those it must
+// leave to encoding/json.
+
+type flatAll struct {
+	B   bool
+	I   int
+	I8  int8
+	I16 int16
+	I32 int32
+	I64 int64
+	U   uint
+	U8  uint8
+	U16 uint16
+	U32 uint32
+	U64 uint64
+	UP  uintptr
+	F32 float32
+	F64 float64
+	S   string
+}
+
+type flatOmit struct {
+	B   bool    `json:"b,omitempty"`
+	I   int     `json:"i,omitempty"`
+	I8  int8    `json:",omitempty"`
+	U16 uint16  `json:"u16,omitempty"`
+	U32 uint32  `json:"u32,omitempty"`
+	UP  uintptr `json:"up,omitempty"`
+	F32 float32 `json:"f32,omitempty"`
+	F64 float64 `json:"f64,omitempty"`
+	S   string  `json:"s,omitempty"`
+	K   int     `json:"k,unknownoption"`
+}
+
+type flatInner struct {
+	X int    `json:"x"`
+	Y string // shadowed by flatOuter.Y
+	z int
+}
+
+type flatTwin struct {
+	Y string // ties with flatInner.Y: neither is written
+	W int
+}
+
+type flatOuter struct {
+	A int `json:"a"`
+	flatInner
+	Y     string `json:"Y"`
+	hide  int
+	Skip  int `json:"-"`
+	Dash  int `json:"-,"`
+	Named int `json:"named-name.$"`
+}
+
+type flatTie struct {
+	flatInner
+	flatTwin
+}
+
+type flatNamedKinds struct {
+	N myInt
+	S myString
+	F myFloat
+}
+
+type (
+	myInt    int
+	myString string
+	myFloat  float64
+)
+
+// Types the plan must not take.
+
+type flatQuoted struct {
+	N int `json:"n,string"`
+}
+
+type flatOmitZero struct {
+	N int `json:"n,omitzero"`
+}
+
+type nested struct {
+	In     flatAll
+	P      *int             `json:"p"`
+	PS     *string          `json:"ps,omitempty"`
+	PP     **flatSub        `json:"pp"`
+	Inner  *flatInner       `json:"inner,omitempty"`
+	L      []int            `json:"l"`
+	LE     []string         `json:"le,omitempty"`
+	LS     []flatSub        `json:"ls"`
+	LP     []*flatSub       `json:"lp"`
+	LL     [][]float64      `json:"ll"`
+	A      [3]int16         `json:"a"`
+	A0     [0]int           `json:"a0,omitempty"`
+	AS     [2]flatOmit      `json:"as"`
+	S      flatSub          `json:"s,omitempty"` // a struct is never empty
+	Parent struct{ X bool } `json:"parent"`
+}
+
+// node may be nested deeper than a plan writes, or point to itself.
+type node struct {
+	V    int
+	Next *node  `json:",omitempty"`
+	Kids []node `json:",omitempty"`
+}
+
+type withBytes struct{ B []byte }
+type withByteArray struct{ B [4]byte }
+type withMap struct{ M map[string]int }
+type withNestedMarshaler struct{ L []valueMarshaler }
+type onePointer struct{ P *int }
+
+type flatEmbeddedPtr struct {
+	*flatInner
+	A int
+}
+
+type flatAny struct {
+	V any
+}
+
+type valueMarshaler int
+
+func (valueMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"v"`), nil }
+
+type ptrMarshaler int
+
+func (*ptrMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"p"`), nil }
+
+type textMarshaler string
+
+func (textMarshaler) MarshalText() ([]byte, error) { return []byte("t"), nil }
+
+type flatWithMarshaler struct{ M valueMarshaler }
+type flatWithPtrMarshaler struct{ M ptrMarshaler }
+type flatWithText struct{ T textMarshaler }
+
+type selfMarshaler struct{ A int }
+
+func (selfMarshaler) MarshalJSON() ([]byte, error) { return []byte(`{"self":1}`), nil }
+
+type embedsMarshaler struct {
+	selfMarshaler
+	B int
+}
+
+type otherMarshaler struct{ C int }
+
+func (otherMarshaler) MarshalJSON() ([]byte, error) { return []byte(`{"other":1}`), nil }
+
+// embedsTwoMarshalers has two MarshalJSON methods at one depth, so neither
+// is promoted: encoding/json writes the fields of both structs.
+type embedsTwoMarshalers struct {
+	selfMarshaler
+	otherMarshaler
+	B int
+}
+
+type ptrSelfMarshaler struct{ A int }
+
+func (*ptrSelfMarshaler) MarshalJSON() ([]byte, error) { return []byte(`{"ptrself":1}`), nil }
+
+type embedsPtrMarshaler struct {
+	ptrSelfMarshaler
+	B int
+}
+
+type flatHTMLName struct {
+	A int `json:"a<b"`
+}
+
+type flatUnicodeName struct {
+	Ä int
+}
+
+func TestDirectEncoder(t *testing.T) {
+	n, str := 5, "s<"
+	sub := &flatSub{Minuend: 1, Subtrahend: 2}
+	deep := &node{V: 0}
+	for i, at := 1, deep; i < 60; i++ {
+		at.Next = &node{V: i, Kids: []node{{V: -i}}}
+		at = at.Next
+	}
+	takes := []any{
+		flatAll{},
+		flatAll{B: true, I: -1 << 63 >> 1, I8: -128, I16: -32768, I32: math.MinInt32, I64: math.MinInt64,
+			U: 1 << 40, U8: 255, U16: 65535, U32: math.MaxUint32, U64: math.MaxUint64, UP: 7,
+			F32: 1.1, F64: 1e21, S: "plain"},
+		flatAll{F32: 1e-7, F64: -0.0000001, S: "<a href=\"x\">&amp;</a>\\ \b\f\n\r\t\x00\x1f\x7f"},
+		flatAll{F32: float32(math.Copysign(0, -1)), F64: math.Copysign(0, -1), S: "é \u2028 \u2029 \xff\xfe 😀 \xed\xa0\x80"},
+		flatAll{F32: math.MaxFloat32, F64: math.SmallestNonzeroFloat64, S: "<<<<<<<<&&&&&&&&>>>>>>>>plain text of some length"},
+		&flatAll{I: 3, S: "pointer"},
+		flatOmit{},
+		flatOmit{F32: float32(math.Copysign(0, -1)), F64: math.Copysign(0, -1)},
+		flatOmit{B: true, I: 1, I8: 1, U16: 1, U32: 1, UP: 1, F32: 0.5, F64: 0.25, S: "s", K: 1},
+		flatOmit{I: 1, S: "only these"},
+		flatOuter{A: 1, flatInner: flatInner{X: 2, Y: "inner", z: 3}, Y: "outer", hide: 4, Skip: 5, Dash: 6, Named: 7},
+		&flatOuter{A: -1},
+		flatTie{flatInner{X: 1, Y: "y"}, flatTwin{Y: "twin", W: 3}},
+		flatNamedKinds{N: -4, S: "named", F: 2.5},
+		struct{}{},
+		struct {
+			A int `json:"a"`
+			b int
+		}{A: 1, b: 2},
+		flatSub{Minuend: 10, Subtrahend: n},
+		embedsTwoMarshalers{selfMarshaler{1}, otherMarshaler{2}, 3},
+		nested{},
+		nested{P: &n, PS: &str, PP: &sub, Inner: &flatInner{X: 1}, L: []int{}, LE: []string{"<x>"},
+			LS: []flatSub{{1, 2}, {3, 4}}, LP: []*flatSub{nil, sub}, LL: [][]float64{nil, {}, {1.5, -0.0}},
+			A: [3]int16{1, -2, 3}, AS: [2]flatOmit{{I: 1}, {}}, Parent: struct{ X bool }{true}},
+		&nested{L: []int{1, 2, 3}},
+		[]flatSub{{1, 2}},
+		[]int(nil),
+		[2]string{"a", "b<"},
+		&[]int{7},
+		&n,
+		node{V: 1, Next: &node{V: 2}, Kids: []node{{V: 3}, {V: 4, Kids: []node{}}}},
+		deep,
+	}
+	for _, v := range takes {
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		got, ok := encodeDirect(nil, v, true)
+		require.True(t, ok, "%T: no plan", v)
+		assert.Equal(t, string(want), string(got), "%T %+v", v, v)
+
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		require.NoError(t, e.Encode(v))
+		got, ok = encodeDirect(nil, v, false)
+		require.True(t, ok, "%T: no plan", v)
+		assert.Equal(t, strings.TrimSuffix(enc.String(), "\n"), string(got), "%T without HTML escapes", v)
+		var es encoders
+		res, _, err := es.encode(v)
+		require.NoError(t, err)
+		assert.Equal(t, strings.TrimSuffix(enc.String(), "\n"), string(res), "%T as a result", v)
+
+		params, err := encodeParams(v)
+		switch want[0] {
+		case '{', '[':
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(params), "encodeParams(%T)", v)
+		case 'n':
+			require.NoError(t, err)
+			assert.Nil(t, params, "encodeParams(%T): null is no params", v)
+		default:
+			var werr *Error
+			require.ErrorAs(t, err, &werr, "encodeParams(%T): not an object or array", v)
+			assert.Equal(t, CodeInvalidParams, werr.Code)
+		}
+	}
+
+	var nilPtr *flatAll
+	got, ok := encodeParamsDirect(nilPtr)
+	assert.True(t, ok)
+	assert.Nil(t, got, "a nil pointer encodes as null: no params")
+
+	leaves := []any{
+		flatQuoted{N: 1}, flatOmitZero{N: 1}, flatEmbeddedPtr{A: 1}, flatAny{V: 1},
+		flatWithMarshaler{}, flatWithPtrMarshaler{}, &flatWithPtrMarshaler{},
+		flatWithText{}, selfMarshaler{}, &selfMarshaler{}, embedsMarshaler{}, &embedsPtrMarshaler{}, embedsPtrMarshaler{},
+		flatHTMLName{}, flatUnicodeName{}, withBytes{}, withByteArray{}, withMap{}, withNestedMarshaler{},
+		onePointer{P: &n}, [1]*int{&n}, []byte("x"), map[string]int{"a": 1}, json.RawMessage(`{}`),
+		1, "s", true, 1.5, nil,
+	}
+	for _, v := range leaves {
+		_, ok := encodeDirect(nil, v, true)
+		assert.False(t, ok, "%T: a plan, where encoding/json must write it", v)
+	}
+
+	// What a plan cannot write goes to encoding/json, for its output or
+	// its error.
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		_, ok := encodeDirect(nil, nested{LL: [][]float64{{1, f}}}, true)
+		assert.False(t, ok, "%v", f)
+		_, err := encodeParams(flatAll{F64: f})
+		var je *json.UnsupportedValueError
+		assert.ErrorAs(t, err, &je, "%v", f)
+	}
+	tooDeep := &node{}
+	for at := tooDeep; at.V < 300; at = at.Next {
+		at.Next = &node{V: at.V + 1}
+	}
+	_, ok = encodeDirect(nil, tooDeep, true)
+	assert.False(t, ok, "deeper than maxEncDepth")
+	want, err := json.Marshal(tooDeep)
+	require.NoError(t, err)
+	params, err := encodeParams(tooDeep)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(params), "deeper than maxEncDepth: encoding/json's")
+
+	cycle := &node{V: 1}
+	cycle.Next = cycle
+	_, ok = encodeDirect(nil, cycle, true)
+	assert.False(t, ok, "a cycle")
+	_, err = encodeParams(cycle)
+	var je *json.UnsupportedValueError
+	assert.ErrorAs(t, err, &je, "a cycle: encoding/json's error")
+}
+
+// flatSub is a struct of two ints, as a typical call passes.
+type flatSub struct {
+	Minuend    int `json:"minuend"`
+	Subtrahend int `json:"subtrahend"`
+}
+
+// TestDirectEncoderTypesInTurn checks that the plan used last, which is
+// tried first, is never used for another type.
+func TestDirectEncoderTypesInTurn(t *testing.T) {
+	type a struct{ A int }
+	type b struct{ A string }
+	for i := range 4 {
+		got, ok := encodeDirect(nil, a{A: i}, true)
+		require.True(t, ok)
+		assert.Equal(t, `{"A":`+strconv.Itoa(i)+`}`, string(got))
+		got, ok = encodeDirect(nil, b{A: "x"}, true)
+		require.True(t, ok)
+		assert.Equal(t, `{"A":"x"}`, string(got))
+		got, ok = encodeDirect(nil, &b{A: "y"}, true)
+		require.True(t, ok)
+		assert.Equal(t, `{"A":"y"}`, string(got))
+		got, ok = encodeDirect(nil, []b{{A: "z"}}, true)
+		require.True(t, ok)
+		assert.Equal(t, `[{"A":"z"}]`, string(got))
+	}
+}
+
+// FuzzDirectEncoder holds the direct encoder to json.Marshal's bytes, and
+// to an Encoder's without HTML escapes, for every kind it writes, with
+// and without omitempty, in slices, arrays and behind pointers.
+func FuzzDirectEncoder(f *testing.F) {
+	f.Add(true, int64(-1), uint64(1), 1.5, float32(0.1), "a<b>&c\"\\\b\f\n\r\t\x01\u2028\u2029\xff", 3)
+	f.Add(false, int64(math.MinInt64), uint64(math.MaxUint64), 1e21, float32(1e-7), "", 0)
+	f.Add(false, int64(0), uint64(0), math.Copysign(0, -1), float32(math.MaxFloat32), "\xed\xa0\x80\xf4\x90\x80\x80😀é", 1)
+	f.Add(true, int64(42), uint64(42), math.Inf(1), float32(math.NaN()), strings.Repeat("x<", 50), 2)
+	f.Fuzz(func(t *testing.T, b bool, i int64, u uint64, f64 float64, f32 float32, s string, n int) {
+		all := flatAll{B: b, I: int(i), I8: int8(i), I16: int16(i), I32: int32(i), I64: i,
+			U: uint(u), U8: uint8(u), U16: uint16(u), U32: uint32(u), U64: u, UP: uintptr(u),
+			F32: f32, F64: f64, S: s}
+		omit := flatOmit{B: b, I: int(i), I8: int8(i), U16: uint16(u), U32: uint32(u), UP: uintptr(u),
+			F32: f32, F64: f64, S: s, K: int(i)}
+		n = n & 7
+		var ls []flatSub
+		for k := range n {
+			ls = append(ls, flatSub{int(i) + k, k})
+		}
+		v := nested{In: all, LS: ls, LL: [][]float64{{f64}, nil}, AS: [2]flatOmit{omit, {}}, LE: strings.Split(s, "e")}
+		if b {
+			v.PS, v.P = &s, &n
+		}
+		for _, v := range []any{all, &omit, v, []nested{v, {}}} {
+			for _, html := range []bool{true, false} {
+				var out bytes.Buffer
+				e := json.NewEncoder(&out)
+				e.SetEscapeHTML(html)
+				werr := e.Encode(v)
+				want := strings.TrimSuffix(out.String(), "\n")
+				got, ok := encodeDirect(nil, v, html)
+				if !ok {
+					if werr == nil && isFinite(f64) && isFinite(float64(f32)) {
+						t.Fatalf("%+v: the plan gave up on what encoding/json writes as %s", v, want)
+					}
+					continue
+				}
+				if werr != nil {
+					t.Fatalf("%+v: the plan wrote %s where encoding/json fails: %v", v, got, werr)
+				}
+				if string(got) != want {
+					t.Fatalf("%+v (html %v):\n got %s\nwant %s", v, html, got, want)
+				}
+			}
+		}
+	})
+}
+
+func isFinite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
