@@ -66,6 +66,14 @@
 // a duplicate, let the two disagree. [LaxParams] restores them for a
 // handler that needs them.
 //
+// The params of a call are written as json.Marshal writes them, and a
+// result as a json.Encoder with SetEscapeHTML(false) does (a "<" stays
+// as it is). Values of the usual shapes, structs, pointers, slices and
+// arrays of bools, numbers and strings, are written the same, byte for
+// byte, without reflection, by a plan made once for each type; a type
+// with a MarshalJSON or MarshalText method, a map or an interface goes
+// to encoding/json.
+//
 // # Two-way connections
 //
 // The protocols run over JSON-RPC on stdio call in both directions: an MCP
