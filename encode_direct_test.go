@@ -43,7 +43,8 @@ type flatOmit struct {
 	F32 float32 `json:"f32,omitempty"`
 	F64 float64 `json:"f64,omitempty"`
 	S   string  `json:"s,omitempty"`
-	K   int     `json:"k,unknownoption"`
+	//lint:ignore SA5008 an option encoding/json does not know, which it ignores
+	K int `json:"k,unknownoption"`
 }
 
 type flatInner struct {
@@ -60,9 +61,10 @@ type flatTwin struct {
 type flatOuter struct {
 	A int `json:"a"`
 	flatInner
-	Y     string `json:"Y"`
-	hide  int
-	Skip  int `json:"-"`
+	Y    string `json:"Y"`
+	hide int
+	Skip int `json:"-"`
+	//lint:ignore SA5008 a field called "-"
 	Dash  int `json:"-,"`
 	Named int `json:"named-name.$"`
 }
@@ -222,7 +224,7 @@ func TestDirectEncoder(t *testing.T) {
 		embedsTwoMarshalers{selfMarshaler{1}, otherMarshaler{2}, 3},
 		nested{},
 		nested{P: &n, PS: &str, PP: &sub, Inner: &flatInner{X: 1}, L: []int{}, LE: []string{"<x>"},
-			LS: []flatSub{{1, 2}, {3, 4}}, LP: []*flatSub{nil, sub}, LL: [][]float64{nil, {}, {1.5, -0.0}},
+			LS: []flatSub{{1, 2}, {3, 4}}, LP: []*flatSub{nil, sub}, LL: [][]float64{nil, {}, {1.5, math.Copysign(0, -1)}},
 			A: [3]int16{1, -2, 3}, AS: [2]flatOmit{{I: 1}, {}}, Parent: struct{ X bool }{true}},
 		&nested{L: []int{1, 2, 3}},
 		[]flatSub{{1, 2}},
