@@ -53,11 +53,12 @@ type encField struct {
 const maxEncDepth = 200
 
 var (
-	paramBufs sync.Pool               // of *[]byte, for encodeParamsDirect
-	encPlans  sync.Map                // reflect.Type → *encPlan, nil where there is none
-	lastEnc   atomic.Pointer[encPlan] // the plan used last, tried first
-	jsonMar   = reflect.TypeFor[json.Marshaler]()
-	textMar   = reflect.TypeFor[encoding.TextMarshaler]()
+	paramBufs  sync.Pool               // of *[]byte, for encodeParamsDirect
+	encPlans   sync.Map                // reflect.Type → *encPlan, nil where there is none
+	lastEnc    atomic.Pointer[encPlan] // the plan used last, tried first
+	numberType = reflect.TypeFor[json.Number]()
+	jsonMar    = reflect.TypeFor[json.Marshaler]()
+	textMar    = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
 // encodeDirect encodes v as json.Marshal would when a plan can write it,
@@ -83,7 +84,8 @@ func encodeDirect(b []byte, v any, html bool) ([]byte, bool) {
 	}
 	// The data word of an interface holding a value of a type with a
 	// plan points to the value, or is the pointer for a pointer type:
-	// encPlanFor takes no other type that is stored in the word itself.
+	// encPlanFor takes no other type that is stored in the word itself
+	// (storedInWord).
 	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
 	if p.kind == reflect.Pointer {
 		return p.append(b, unsafe.Pointer(&data), html, 0)
@@ -111,8 +113,10 @@ func encodeParamsDirect(v any) ([]byte, bool) {
 	default:
 		ok = false // a pointer to a scalar: encodeParams says it is invalid
 	}
-	if cap(b) <= 64<<10 {
+	if b != nil { // nil when a plan gave up, which drops what it wrote
 		*bp = b[:0]
+	}
+	if cap(*bp) <= 64<<10 {
 		paramBufs.Put(bp)
 	}
 	return out, ok
@@ -253,24 +257,39 @@ func encPlanFor(t reflect.Type) *encPlan {
 	if b.failed || storedInWord(t) && t.Kind() != reflect.Pointer {
 		p = nil
 	}
-	encPlans.Store(t, p)
-	return p
+	stored, _ := encPlans.LoadOrStore(t, p)
+	return stored.(*encPlan)
 }
 
 // storedInWord reports whether an interface holds a value of type t in
-// its data word rather than a pointer to it, by the compiler's rule: a
-// pointer, map, channel, function or unsafe.Pointer, or a struct of one
-// field or an array of one element that is so stored.
+// its data word rather than a pointer to it. The compiler does so for a
+// type of a word's size whose word is a pointer; since a pointer fills a
+// word, that is any type of a word's size that holds a pointer (a struct
+// of a pointer and zero-size fields, say). It may say true of a type the
+// compiler treats otherwise, which then has no plan; never false of one
+// it stores in the word.
 func storedInWord(t reflect.Type) bool {
+	return t.Size() == unsafe.Sizeof(uintptr(0)) && holdsPointer(t)
+}
+
+// holdsPointer reports whether a value of type t may hold a pointer.
+func holdsPointer(t reflect.Type) bool {
 	switch t.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.UnsafePointer:
-		return true
 	case reflect.Struct:
-		return t.NumField() == 1 && storedInWord(t.Field(0).Type)
+		for i := range t.NumField() {
+			if holdsPointer(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
 	case reflect.Array:
-		return t.Len() == 1 && storedInWord(t.Elem())
+		return t.Len() > 0 && holdsPointer(t.Elem())
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
 	}
-	return false
+	return true // pointers, and strings, slices, maps, ... which hold one
 }
 
 // encBuilder builds the plans of a type and of the types in it; one that
@@ -293,8 +312,8 @@ func (b *encBuilder) build(t reflect.Type) *encPlan {
 	if p, ok := b.built[t]; ok {
 		return p
 	}
-	if marshalsItself(t) {
-		b.failed = true
+	if marshalsItself(t) || t == numberType {
+		b.failed = true // a json.Number is written as the number it holds
 		return nil
 	}
 	p := &encPlan{typ: t, kind: t.Kind()}

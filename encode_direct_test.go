@@ -127,6 +127,21 @@ type withMap struct{ M map[string]int }
 type withNestedMarshaler struct{ L []valueMarshaler }
 type onePointer struct{ P *int }
 
+// Types held in an interface's data word: one pointer and zero-size
+// fields.
+type (
+	zeroSizeFirst struct {
+		_ struct{}
+		P *int
+	}
+	zeroArrayFirst struct {
+		E [0]int
+		P *int
+	}
+)
+
+type withNumber struct{ N json.Number }
+
 type flatEmbeddedPtr struct {
 	*flatInner
 	A int
@@ -279,12 +294,19 @@ func TestDirectEncoder(t *testing.T) {
 		flatWithMarshaler{}, flatWithPtrMarshaler{}, &flatWithPtrMarshaler{},
 		flatWithText{}, selfMarshaler{}, &selfMarshaler{}, embedsMarshaler{}, &embedsPtrMarshaler{}, embedsPtrMarshaler{},
 		flatHTMLName{}, flatUnicodeName{}, withBytes{}, withByteArray{}, withMap{}, withNestedMarshaler{},
-		onePointer{P: &n}, [1]*int{&n}, []byte("x"), map[string]int{"a": 1}, json.RawMessage(`{}`),
+		onePointer{P: &n}, [1]*int{&n}, zeroSizeFirst{P: &n}, zeroArrayFirst{P: &n}, [1]zeroSizeFirst{{P: &n}},
+		withNumber{N: "12"}, []json.Number{"1.5"},
+		[]byte("x"), map[string]int{"a": 1}, json.RawMessage(`{}`),
 		1, "s", true, 1.5, nil,
 	}
 	for _, v := range leaves {
 		_, ok := encodeDirect(nil, v, true)
 		assert.False(t, ok, "%T: a plan, where encoding/json must write it", v)
+		if want, err := json.Marshal(v); err == nil && (want[0] == '{' || want[0] == '[') {
+			params, err := encodeParams(v)
+			require.NoError(t, err, "%T", v)
+			assert.Equal(t, string(want), string(params), "encodeParams(%T)", v)
+		}
 	}
 
 	// What a plan cannot write goes to encoding/json, for its output or
