@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -287,58 +286,12 @@ func appendErrorResponse[S string | []byte](buf []byte, id S, e *Error) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
-// control characters are escaped, and nothing else is: unlike
-// encoding/json, <, > and & stay as they are.
+// appendString appends s as a JSON string, as a json.Encoder told
+// SetEscapeHTML(false) writes it: invalid UTF-8 becomes U+FFFD, control
+// characters, U+2028 and U+2029 are escaped, and <, > and & stay as they
+// are.
 func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		for i+8 <= len(s) { // eight plain bytes at a time
-			n := plainBytes(load64(s, i))
-			i += n
-			if n < 8 {
-				break
-			}
-		}
-		if i == len(s) {
-			break
-		}
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				buf = append(buf, '\\', c)
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
+	return appendMarshaledString(buf, s, false)
 }
 
 // load64 returns the eight bytes of s from i on as a little-endian
