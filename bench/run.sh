@@ -256,12 +256,12 @@ About the network targets (bench/net_test.go):
   or not made no difference there (eight rounds). The
   HTTPClient's own work beside `http.Client.Do` is a few percent. One
   caller mostly waits on the loopback and the wake-ups, where we are
-  quicker than geth by about the 1.6× asked (from 1.34× to 1.90× in eight
+  quicker than geth by about the 1.6× asked (from 1.34× to 1.90× in ten
   full runs, 1.45× on a quiet machine); with 64 callers both cores are
   busy and the CPU time per call decides, which net/http's share makes
   close for every implementation on it (the CPU rows of the table): the
-  floor itself made from 1.36× to 1.83× geth's calls/s in the last six
-  full runs.
+  floor itself made from 1.36× to 2.09× geth's calls/s in the last eight
+  full runs, ours from 1.11× to 1.55×.
 - **Socket, within 1.2× of io.Pipe.** Over loopback TCP every call costs
   two write and about four read system calls (half of the reads find
   nothing yet and park on the poller) and about three epoll waits, at both
@@ -393,7 +393,8 @@ come close to it where the work per message is small.
   and 2.56×F and 2.96×F. Since, the scan notes a method name without
   escapes, and the method lookup no longer searches every name for a
   backslash (W1echoRaw 2,653 to 2,624 instructions, 4.3% less time in an
-  interleaved A/B); this run: 2.42×F whole process, 2.38×F in process.
+  interleaved A/B); in the two full runs since, 2.42×F and 2.27×F whole
+  process, 2.38×F and 2.58×F in process.
   Still far from 1.6×F: the floor's work per line is a third of the scan
   alone.
   A `RawHandlerFunc` echo allocates nothing of its own per request: the
@@ -429,8 +430,10 @@ come close to it where the work per message is small.
   and the demo's own decoder lost a `bytes.TrimLeft` with a cutset per
   token (callgrind: 18,362 to 9,086 instructions per request).
 - **W3 batch whole process (≤ 2×F, an earlier issue).** On the line:
-  2.27×F, 2.13×F, 1.90×F and 2.08×F in the last four full runs, with the
-  floor's own time moving as much between runs (37.6 to 44.4 ms). A batch
+  2.27×F, 2.13×F, 1.90×F, 2.08×F and 2.27×F in the last five full runs,
+  with the floor's own time moving as much between runs (37.6 to 44.4
+  ms); in process, where the reading and writing of a process do not
+  count, 1.97×F in this run. A batch
   costs what its ten requests cost one by one (each is scanned, routed,
   given a context and answered), plus the array around the answers; the
   floor copies ids and params out of one tokenized line.
@@ -482,7 +485,7 @@ come close to it where the work per message is small.
   causes it), whose count follows the timing of the hand-offs.
 - **Round trip, one caller (≤ 1.5×F; at most 4 allocations per call).**
   Met in some runs and not in others (1.78×F, 1.30×F, 1.82×F, 1.40×F,
-  1.87×F, 1.53×F, 1.59×F, 1.75×F and 1.68×F in nine full runs). The
+  1.87×F, 1.53×F, 1.59×F, 1.75×F, 1.68×F and 1.43×F in ten full runs). The
   floor's client works as ours does: the caller writes its request, and
   a reading goroutine matches the answer to its call by id and hands it
   over through a channel; so the profile below, like the floor's, is
