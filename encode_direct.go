@@ -122,15 +122,6 @@ func encodeParamsDirect(v any) ([]byte, bool) {
 	return out, ok
 }
 
-// appendPointer appends the JSON of what the pointer p, of p's type,
-// points to: null for nil.
-func (p *encPlan) appendPointer(b []byte, ptr unsafe.Pointer, html bool, depth int) ([]byte, bool) {
-	if ptr == nil {
-		return append(b, "null"...), true
-	}
-	return p.elem.append(b, ptr, html, depth+1)
-}
-
 // append appends the JSON of the value of p's type at ptr, and reports
 // whether it could: false for a float that is NaN or infinite, or
 // nesting deeper than maxEncDepth.
@@ -168,7 +159,10 @@ func (p *encPlan) append(b []byte, ptr unsafe.Pointer, html bool, depth int) ([]
 	case reflect.String:
 		return appendMarshaledString(b, *(*string)(ptr), html), true
 	case reflect.Pointer:
-		return p.appendPointer(b, *(*unsafe.Pointer)(ptr), html, depth)
+		if ptr = *(*unsafe.Pointer)(ptr); ptr == nil {
+			return append(b, "null"...), true
+		}
+		return p.elem.append(b, ptr, html, depth+1)
 	case reflect.Slice:
 		s := (*sliceHeader)(ptr)
 		if s.data == nil {
@@ -349,7 +343,9 @@ func (b *encBuilder) buildStruct(p *encPlan, t reflect.Type) {
 			b.failed = true
 			return
 		}
-		ef := encField{key: `"` + f.name + `":`}
+		// An embedded struct's methods are its own: encoding/json calls
+		// them only when they are promoted to t, and build checked t.
+		ef := encField{key: `"` + f.name + `":`, offset: f.offset(t)}
 		for o := range strings.SplitSeq(f.opts, ",") {
 			switch o {
 			case "omitempty":
@@ -358,14 +354,6 @@ func (b *encBuilder) buildStruct(p *encPlan, t reflect.Type) {
 				b.failed = true
 				return
 			}
-		}
-		// An embedded struct's methods are its own: encoding/json calls
-		// them only when they are promoted to t, and build checked t.
-		at := t
-		for _, i := range f.index {
-			sf := at.Field(i)
-			ef.offset += sf.Offset
-			at = sf.Type
 		}
 		if ef.plan = b.build(f.typ); b.failed {
 			return
@@ -474,6 +462,14 @@ func appendMarshaledString(b []byte, s string, html bool) []byte {
 	}
 	b = append(b, s[done:]...)
 	return append(b, '"')
+}
+
+// load64 returns the eight bytes of s from i on as a little-endian
+// integer (one load, where the target allows it).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // htmlFree returns how many bytes of s come before the first <, > or &.

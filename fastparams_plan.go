@@ -104,14 +104,7 @@ func (b *directBuilder) build(t reflect.Type) *direct {
 				b.failed = true
 				return nil
 			}
-			var offset uintptr
-			st := t
-			for _, i := range f.index {
-				sf := st.Field(i)
-				offset += sf.Offset
-				st = sf.Type
-			}
-			d.fields = append(d.fields, directField{name: f.name, offset: offset, dec: b.build(f.typ)})
+			d.fields = append(d.fields, directField{name: f.name, offset: f.offset(t), dec: b.build(f.typ)})
 		}
 		if len(d.fields) > maxLinearFields {
 			d.byName = make(map[string]int, len(d.fields))

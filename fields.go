@@ -268,6 +268,18 @@ type jsonField struct {
 	opts       string // the tag's options, after its name
 }
 
+// offset returns where f lies in a value of t, the struct it was found
+// in, following its index through the embedded structs.
+func (f jsonField) offset(t reflect.Type) uintptr {
+	var off uintptr
+	for _, i := range f.index {
+		sf := t.Field(i)
+		off += sf.Offset
+		t = sf.Type
+	}
+	return off
+}
+
 // jsonFields returns the fields encoding/json decodes the members of an
 // object into, for the struct type t, following its documented rules:
 // exported fields, and the fields of embedded structs as if they were the

@@ -294,14 +294,6 @@ func appendString(buf []byte, s string) []byte {
 	return appendMarshaledString(buf, s, false)
 }
 
-// load64 returns the eight bytes of s from i on as a little-endian
-// integer (one load, where the target allows it).
-func load64(s string, i int) uint64 {
-	s = s[i : i+8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
 // arena hands out immutable strings copied into shared blocks, so that the
 // ids of many requests cost one allocation between them. A block is never
 // written again where a string has been handed out.
