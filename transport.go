@@ -57,8 +57,16 @@ type lineReader struct {
 	end     int
 	scanned int // buf[start:scanned] holds no newline
 	discard bool
-	err     error
-	closed  atomic.Bool
+
+	// chunks hold, in order, the start of a line longer than buf: full
+	// buffers, chunked bytes in all. The line is joined once its end is
+	// read, so that a long line costs about twice its size, where growing
+	// one buffer by half each time cost three times.
+	chunks  [][]byte
+	chunked int
+
+	err    error
+	closed atomic.Bool
 
 	// hooks, if set, run around each call of Read on r, which may block
 	// (see readHooks).
@@ -120,6 +128,9 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 		}
 		if i := bytes.IndexByte(lr.buf[lr.scanned:lr.end], '\n'); i >= 0 {
 			nl := lr.scanned + i
+			if lr.chunked > 0 {
+				nl = lr.joinLine(nl)
+			}
 			line := lr.buf[lr.start:nl]
 			lr.start, lr.scanned = nl+1, nl+1
 			if lr.discard || len(line) > lr.max {
@@ -132,16 +143,25 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			continue
 		}
 		lr.scanned = lr.end
-		if !lr.discard && lr.end-lr.start > lr.max {
+		if !lr.discard && lr.chunked+lr.end-lr.start > lr.max {
 			lr.discard = true
 		}
 		if lr.discard {
+			if len(lr.chunks) > 0 {
+				// The last chunk may be small (see fill): read the rest
+				// of the line through the first, a whole buffer.
+				lr.buf = lr.chunks[0]
+			}
 			lr.start, lr.end, lr.scanned = 0, 0, 0
+			lr.dropChunks()
 		}
 		if lr.err != nil {
 			if lr.discard {
 				lr.discard = false
 				return nil, &tooLargeError{lr.max}
+			}
+			if lr.chunked > 0 {
+				lr.join()
 			}
 			line := trimLine(lr.buf[lr.start:lr.end])
 			lr.start, lr.scanned = lr.end, lr.end
@@ -172,12 +192,26 @@ func (lr *lineReader) fill() {
 		lr.scanned -= lr.start
 		lr.start, lr.end = 0, n
 	}
-	if lr.end == 0 && (len(lr.buf) > maxIdleBufSize || lr.charged > 0) {
+	if lr.end == 0 && len(lr.chunks) == 0 && (len(lr.buf) > maxIdleBufSize || lr.charged > 0) {
 		// Under a server's budget, any grown buffer goes: an idle
 		// connection must not hold room that others need.
 		lr.buf = nil
 		lr.letGo = true
 		lr.charge(0)
+	}
+	if lr.end == len(lr.buf) && lr.mode == modeLine && lr.end >= initialBufSize {
+		// A line longer than the buffer: keep the buffer as it is and
+		// read on into a new one (see chunks). The chunks of a line
+		// never hold more than the limit and one buffer.
+		size := min(initialBufSize, lr.max+1-lr.chunked-lr.end)
+		if !lr.charge(lr.chunked + lr.end + size) {
+			lr.err = errReadStopped
+			return
+		}
+		lr.chunks = append(lr.chunks, lr.buf)
+		lr.chunked += lr.end
+		lr.buf = make([]byte, size)
+		lr.start, lr.end, lr.scanned = 0, 0, 0
 	}
 	if lr.end == len(lr.buf) {
 		// Grow by half: a long line costs at most half again its size.
@@ -210,6 +244,47 @@ func (lr *lineReader) fill() {
 	lr.end += n
 	if err != nil {
 		lr.err = err
+	}
+}
+
+// joinLine ends a line held in chunks at buf[nl], the newline: it joins
+// the line, unless it is over the limit, and returns where its newline
+// is now.
+func (lr *lineReader) joinLine(nl int) int {
+	if lr.chunked+nl-lr.start > lr.max {
+		lr.discard = true // reported as the newline is taken
+		lr.dropChunks()
+		return nl
+	}
+	return nl + lr.join()
+}
+
+// join copies the chunks and the unread data into one buffer, which
+// becomes the reader's, and returns by how much the unread data moved.
+// The new buffer is as large as the chunks and the old buffer together,
+// so what is charged against a budget does not change, and a run of
+// lines as long as this one fits in it.
+func (lr *lineReader) join() int {
+	nb := make([]byte, lr.chunked+len(lr.buf))
+	n := 0
+	for _, c := range lr.chunks {
+		n += copy(nb[n:], c)
+	}
+	moved := n - lr.start
+	copy(nb[n:], lr.buf[lr.start:lr.end])
+	lr.buf = nb
+	lr.start, lr.end, lr.scanned = 0, n+lr.end-lr.start, lr.scanned+moved
+	lr.dropChunks()
+	return moved
+}
+
+// dropChunks lets go of the chunks of a line, given to a join or too
+// long to keep.
+func (lr *lineReader) dropChunks() {
+	if len(lr.chunks) > 0 {
+		clear(lr.chunks)
+		lr.chunks, lr.chunked = lr.chunks[:0], 0
+		lr.charge(len(lr.buf))
 	}
 }
 

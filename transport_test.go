@@ -70,6 +70,18 @@ func TestLineReader(t *testing.T) {
 			[]string{"<too large>", "<too large>", "<too large>", "ok"}},
 		{"over the max with CRLF", strings.Repeat("y", 30) + "\r\nok\r\n", 10, []string{"<too large>", "ok"}},
 		{"1 MiB line over a 64 KiB max", big + "\nnext\n", 64 << 10, []string{"<too large>", "next"}},
+		// Lines longer than the first buffer (64 KiB) are read in pieces
+		// and joined: a pattern that does not repeat every 64 KiB shows
+		// pieces out of order.
+		{"64 KiB line", pattern(64<<10) + "\nnext\n", 0, []string{pattern(64 << 10), "next"}},
+		{"CR ends a piece", pattern(64<<10-1) + "\r\nnext\n", 0, []string{pattern(64<<10 - 1), "next"}},
+		{"long lines in turn", pattern(200<<10) + "\na\n" + pattern(300<<10) + "\n" + pattern(130<<10) + "\n", 0,
+			[]string{pattern(200 << 10), "a", pattern(300 << 10), pattern(130 << 10)}},
+		{"long last line", "a\n" + pattern(200<<10), 0, []string{"a", pattern(200 << 10)}},
+		{"long blank line", strings.Repeat(" ", 150<<10) + "\nb\n", 0, []string{"b"}},
+		{"exactly a long max", pattern(100<<10) + "\nb\n", 100 << 10, []string{pattern(100 << 10), "b"}},
+		{"one over a long max", pattern(100<<10+1) + "\nb\n", 100 << 10, []string{"<too large>", "b"}},
+		{"over a long max, last", "a\n" + pattern(100<<10+1), 100 << 10, []string{"a", "<too large>"}},
 	}
 	readers := []struct {
 		name string
@@ -100,6 +112,64 @@ func TestLineReader(t *testing.T) {
 				assert.ErrorIs(t, err, io.EOF, "EOF again")
 			})
 		}
+	}
+}
+
+// pattern returns n bytes of letters that repeat every 26.
+func pattern(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+	}
+	return string(b)
+}
+
+// TestLineReaderLongLineMemory checks what reading one long line
+// allocates: the line is read in pieces and copied once, about twice its
+// size in all (growing one buffer by half at a time took three times).
+func TestLineReaderLongLineMemory(t *testing.T) {
+	const size = 4 << 20
+	input := pattern(size) + "\n"
+	for range 2 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		lr := jsonrpc.NewLineReader(strings.NewReader(input), 0)
+		msg, err := lr.ReadMessage()
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err)
+		require.Equal(t, size, len(msg))
+		allocated := after.TotalAlloc - before.TotalAlloc
+		if allocated <= 2*size+(256<<10) {
+			return
+		}
+		t.Logf("reading a %d-byte line allocated %d bytes", size, allocated)
+	}
+	t.Errorf("reading a long line allocated more than twice its size and 256 KiB, twice")
+}
+
+// readCounter counts the calls of Read.
+type readCounter struct {
+	r     io.Reader
+	reads int
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
+// TestLineReaderOverLongLineReads checks that a line over a limit larger
+// than the first buffer is skipped in reads of a whole buffer, whatever
+// the size of the piece that crossed the limit.
+func TestLineReaderOverLongLineReads(t *testing.T) {
+	const size = 8 << 20
+	for _, limit := range []int{100 << 10, 128 << 10, 128<<10 - 1, 128<<10 + 1} {
+		in := &readCounter{r: strings.NewReader(pattern(size) + "\nnext\n")}
+		lr := jsonrpc.NewLineReader(in, limit)
+		got, err := readAll(t, lr)
+		require.ErrorIs(t, err, io.EOF)
+		assert.Equal(t, []string{"<too large>", "next"}, got, "limit %d", limit)
+		assert.Less(t, in.reads, 2*size/(64<<10), "limit %d: %d reads", limit, in.reads)
 	}
 }
 
