@@ -824,3 +824,38 @@ type countingHooks struct{ before, after int }
 
 func (h *countingHooks) beforeRead() bool { h.before++; return h.before <= 3 }
 func (h *countingHooks) afterRead()       { h.after++ }
+
+// TestDetachBufferSize checks the buffer a hand-off leaves the reader: a
+// small one after a buffer of the first size, grown back to that size by
+// the first read that fills it; one as large after a buffer grown for
+// long lines.
+func TestDetachBufferSize(t *testing.T) {
+	line := strings.Repeat("a", 100) + "\n"
+	input := strings.Repeat(line, 2000) // 200 KB: reads fill any buffer
+	lr := newLineReader(strings.NewReader(input), 0)
+	_, err := lr.ReadMessage()
+	require.NoError(t, err)
+	require.Equal(t, initialBufSize, len(lr.buf))
+	lr.detach()
+	assert.Less(t, len(lr.buf), initialBufSize, "the buffer after a hand-off")
+	for range 2000 - 1 {
+		msg, err := lr.ReadMessage()
+		require.NoError(t, err)
+		require.Equal(t, line[:100], string(msg))
+	}
+	_, err = lr.ReadMessage()
+	require.ErrorIs(t, err, io.EOF)
+	assert.Equal(t, initialBufSize, len(lr.buf), "a small buffer that reads fill grows")
+
+	long := strings.Repeat("b", 200<<10) + "\n"
+	lr = newLineReader(strings.NewReader(long+long+"c\n"), 0)
+	_, err = lr.ReadMessage()
+	require.NoError(t, err)
+	grown := len(lr.buf)
+	require.Greater(t, grown, 200<<10)
+	lr.detach()
+	assert.Equal(t, grown, len(lr.buf), "the buffer after a hand-off from a grown one")
+	msg, err := lr.ReadMessage()
+	require.NoError(t, err)
+	assert.Equal(t, long[:200<<10], string(msg))
+}

@@ -31,6 +31,10 @@ func (e *tooLargeError) Unwrap() error { return ErrMessageTooLarge }
 
 const initialBufSize = 64 << 10
 
+// detachBufSize is the size of the buffer a reader of the first size
+// takes when its reading role is handed off (see lineReader.detach).
+const detachBufSize = 4 << 10
+
 // maxIdleBufSize is the largest read buffer a lineReader keeps while it
 // holds no unread data: a larger one, grown for a long line, is let go
 // before the next read, so an idle connection holds at most this much.
@@ -64,6 +68,9 @@ type lineReader struct {
 	// one buffer by half each time cost three times.
 	chunks  [][]byte
 	chunked int
+
+	// filled is set when the last read filled the buffer to its end.
+	filled bool
 
 	err    error
 	closed atomic.Bool
@@ -213,11 +220,13 @@ func (lr *lineReader) fill() {
 		lr.buf = make([]byte, size)
 		lr.start, lr.end, lr.scanned = 0, 0, 0
 	}
-	if lr.end == len(lr.buf) {
-		// Grow by half: a long line costs at most half again its size.
-		size := len(lr.buf) + len(lr.buf)/2
-		if size < initialBufSize {
-			size = initialBufSize
+	if lr.end == len(lr.buf) || lr.filled && len(lr.buf) < min(initialBufSize, lr.max+1) {
+		// Grow by half, or to the first size: a long line costs at most
+		// half again its size; a small buffer that a read filled is
+		// too small for the input.
+		size := initialBufSize
+		if lr.end == len(lr.buf) {
+			size = max(size, len(lr.buf)+len(lr.buf)/2)
 		}
 		if limit := lr.max + 1; size > limit && limit > lr.end {
 			size = limit
@@ -241,6 +250,7 @@ func (lr *lineReader) fill() {
 	if n < 0 || n > len(lr.buf)-lr.end {
 		n, err = 0, errors.New("jsonrpc: reader returned an invalid count")
 	}
+	lr.filled = n > 0 && n == len(lr.buf)-lr.end
 	lr.end += n
 	if err != nil {
 		lr.err = err
@@ -302,25 +312,32 @@ func (lr *lineReader) detach() {
 		}
 		return
 	}
-	// The new buffer is as large as the old one, up to the size an idle
-	// reader keeps, so that a run of long lines does not grow it anew
-	// after every handoff; a buffer grown larger is not copied.
-	size := max(lr.end-lr.start, min(len(lr.buf), maxIdleBufSize), initialBufSize)
+	// A buffer of the first size is followed by a small one: a hand-off
+	// (a handler that calls its peer causes one) leaves a few lines
+	// unread at most, and a read that fills the small buffer grows it at
+	// the next (see fill). A buffer grown larger is followed by one as
+	// large, up to the size an idle reader keeps, so that a run of long
+	// lines is not read in pieces anew after every hand-off; one larger
+	// still is not copied.
+	size := max(lr.end-lr.start, detachBufSize)
+	if len(lr.buf) > initialBufSize {
+		size = max(size, min(len(lr.buf), maxIdleBufSize))
+	}
 	if lr.budget != nil {
 		// The old buffer is the handed-off unit's now, charged to it (see
 		// handoff). The new one cannot wait for room: it holds just the
 		// unread data, past the first initialBufSize bytes, and grows
 		// within the budget.
 		lr.budget.mem.give(lr.charged)
-		size = max(lr.end-lr.start, initialBufSize)
-		lr.charged = size - initialBufSize
+		size = max(lr.end-lr.start, detachBufSize)
+		lr.charged = max(size-initialBufSize, 0)
 		lr.budget.mem.take(lr.charged)
 	}
 	nb := make([]byte, size)
 	n := copy(nb, lr.buf[lr.start:lr.end])
 	lr.scanned -= lr.start
 	lr.start, lr.end = 0, n
-	lr.buf = nb
+	lr.buf, lr.filled = nb, false
 }
 
 // Close marks the reader closed and closes the underlying reader if it is
