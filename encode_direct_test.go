@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -257,17 +256,15 @@ func TestDirectEncoder(t *testing.T) {
 		require.True(t, ok, "%T: no plan", v)
 		assert.Equal(t, string(want), string(got), "%T %+v", v, v)
 
-		var enc bytes.Buffer
-		e := json.NewEncoder(&enc)
-		e.SetEscapeHTML(false)
-		require.NoError(t, e.Encode(v))
+		noHTML, err := encodingJSON(v, false)
+		require.NoError(t, err)
 		got, ok = encodeDirect(nil, v, false)
 		require.True(t, ok, "%T: no plan", v)
-		assert.Equal(t, strings.TrimSuffix(enc.String(), "\n"), string(got), "%T without HTML escapes", v)
+		assert.Equal(t, noHTML, string(got), "%T without HTML escapes", v)
 		var es encoders
 		res, _, err := es.encode(v)
 		require.NoError(t, err)
-		assert.Equal(t, strings.TrimSuffix(enc.String(), "\n"), string(res), "%T as a result", v)
+		assert.Equal(t, noHTML, string(res), "%T as a result", v)
 
 		params, err := encodeParams(v)
 		switch want[0] {
@@ -391,11 +388,7 @@ func FuzzDirectEncoder(f *testing.F) {
 		}
 		for _, v := range []any{all, &omit, v, []nested{v, {}}} {
 			for _, html := range []bool{true, false} {
-				var out bytes.Buffer
-				e := json.NewEncoder(&out)
-				e.SetEscapeHTML(html)
-				werr := e.Encode(v)
-				want := strings.TrimSuffix(out.String(), "\n")
+				want, werr := encodingJSON(v, html)
 				got, ok := encodeDirect(nil, v, html)
 				if !ok {
 					if werr == nil && isFinite(f64) && isFinite(float64(f32)) {
