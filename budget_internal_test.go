@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -410,5 +412,56 @@ func TestMemBudgetGrowthThatFitsShedsNothing(t *testing.T) {
 		} else {
 			refused++
 		}
+	}
+}
+
+// probeReader runs probe before each Read of r.
+type probeReader struct {
+	r     io.Reader
+	probe func()
+}
+
+func (p *probeReader) Read(b []byte) (int, error) {
+	p.probe()
+	return p.r.Read(b)
+}
+
+// TestLineReaderChunksCharged checks, before each Read while a long line
+// is read in pieces (the reader may wait there as long as its peer
+// likes), that the reader holds at most the limit plus one byte, chunks
+// and buffer, and that the budget is charged for all of it past the
+// first initialBufSize bytes; and that the buffer the line is joined
+// into is within the limit too.
+func TestLineReaderChunksCharged(t *testing.T) {
+	for _, limit := range []int{100 << 10, 128 << 10, 1 << 20, 1<<20 + 5} {
+		t.Run(strconv.Itoa(limit), func(t *testing.T) {
+			b := newMemBudget(1 << 30)
+			var own atomic.Int64
+			var lr *lineReader
+			probe := func() {
+				holds := lr.chunked + len(lr.buf)
+				want := max(holds-initialBufSize, 0)
+				if holds > lr.max+1 {
+					t.Fatalf("holds %d bytes (%d in chunks), over the limit and a byte, %d", holds, lr.chunked, lr.max+1)
+				}
+				if lr.charged != want || b.held.Load() != int64(want) {
+					t.Fatalf("holds %d bytes (%d in chunks): charged %d, the budget holds %d, want %d",
+						holds, lr.chunked, lr.charged, b.held.Load(), want)
+				}
+			}
+			line := strings.Repeat("abcdefghijklmnopqrstuvwxyz", limit/26+1)[:limit]
+			lr = newLineReader(&probeReader{r: strings.NewReader(line + "\nb\n"), probe: probe}, limit)
+			lr.budget = &readBudget{mem: &memAccount{mem: b}, own: &own, stop: func() bool { return false }}
+			msg, err := lr.ReadMessage()
+			if err != nil || string(msg) != line {
+				t.Fatalf("the line: %d bytes, %v", len(msg), err)
+			}
+			if len(lr.buf) > limit+1 {
+				t.Errorf("the line was joined into %d bytes, over the limit and a byte", len(lr.buf))
+			}
+			if msg, err = lr.ReadMessage(); err != nil || string(msg) != "b" {
+				t.Errorf("the next line: %q, %v", msg, err)
+			}
+		})
 	}
 }

@@ -220,7 +220,9 @@ func (lr *lineReader) fill() {
 		lr.buf = make([]byte, size)
 		lr.start, lr.end, lr.scanned = 0, 0, 0
 	}
-	if lr.end == len(lr.buf) || lr.filled && len(lr.buf) < min(initialBufSize, lr.max+1) {
+	// (Not a line's last piece, which the chunk path sized to the limit
+	// and charged with the chunks.)
+	if lr.end == len(lr.buf) || lr.filled && len(lr.chunks) == 0 && len(lr.buf) < min(initialBufSize, lr.max+1) {
 		// Grow by half, or to the first size: a long line costs at most
 		// half again its size; a small buffer that a read filled is
 		// too small for the input.
@@ -319,7 +321,7 @@ func (lr *lineReader) detach() {
 	// large, up to the size an idle reader keeps, so that a run of long
 	// lines is not read in pieces anew after every hand-off; one larger
 	// still is not copied.
-	size := max(lr.end-lr.start, detachBufSize)
+	size := max(lr.end-lr.start, min(detachBufSize, lr.max+1))
 	if len(lr.buf) > initialBufSize {
 		size = max(size, min(len(lr.buf), maxIdleBufSize))
 	}
@@ -329,7 +331,7 @@ func (lr *lineReader) detach() {
 		// unread data, past the first initialBufSize bytes, and grows
 		// within the budget.
 		lr.budget.mem.give(lr.charged)
-		size = max(lr.end-lr.start, detachBufSize)
+		size = max(lr.end-lr.start, min(detachBufSize, lr.max+1))
 		lr.charged = max(size-initialBufSize, 0)
 		lr.budget.mem.take(lr.charged)
 	}
