@@ -32,6 +32,10 @@ func BenchmarkEncodeResult(b *testing.B) {
 		{"boxed-float64", 39.5, "39.5"}, {"boxed-int", 39, "39"}, {"struct", point{1, 2}, `{"X":1,"Y":2}`},
 		{"string", "The quick brown fox jumps over the lazy dog.", `"The quick brown fox jumps over the lazy dog."`},
 		{"locations", benchLocations, benchLocationsJSON},
+		{"interface", struct {
+			ID   string `json:"id"`
+			Data any    `json:"data"`
+		}{"a1", point{1, 2}}, `{"id":"a1","data":{"X":1,"Y":2}}`},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var es encoders
@@ -70,6 +74,7 @@ func BenchmarkEncodeParams(b *testing.B) {
 		{"strings", text{"file:///a/b.go", 3, "package b\n"}, `{"uri":"file:///a/b.go","version":3,"text":"package b\n"}`},
 		{"nested", benchDidChange, benchDidChangeJSON},
 		{"map", map[string]int{"minuend": 42, "subtrahend": 23}, `{"minuend":42,"subtrahend":23}`},
+		{"positional", []any{42, 23}, `[42,23]`},
 		{"raw", json.RawMessage(`{"minuend":42,"subtrahend":23}`), `{"minuend":42,"subtrahend":23}`},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -3,14 +3,15 @@ package jsonrpc
 // This file holds the direct encoder: for the usual shapes of a call's
 // params and of a handler's result (structs of bools, integers, floats
 // and strings, and the structs, pointers, slices and arrays made of
-// them), a plan built once per type writes the JSON by the values'
-// offsets, as encoding/json would write it, byte for byte, without
-// reflection and, for params, without a second scan of the output. Any
-// other type (a map, an interface, a type with a method encoding/json
-// would call, ...), and any value a plan cannot write as encoding/json
-// does (a NaN, which encoding/json refuses, or nesting deep enough to be
-// a cycle), goes to encoding/json as before. TestDirectEncoder and
-// FuzzDirectEncoder hold the two to the same bytes.
+// them, and empty interfaces holding any of these), a plan built once per type
+// writes the JSON by the values' offsets, as encoding/json would write
+// it, byte for byte, without reflection and, for params, without a
+// second scan of the output. Any other type (a map, a type with a method
+// encoding/json would call, ...), and any value a plan cannot write as
+// encoding/json does (a NaN, which encoding/json refuses, an interface
+// holding a type without a plan, or nesting deep enough to be a cycle),
+// goes to encoding/json as before. TestDirectEncoder, FuzzDirectEncoder
+// and FuzzDirectEncoderTypes hold the two to the same bytes.
 
 import (
 	"bytes"
@@ -82,15 +83,20 @@ func encodeDirect(b []byte, v any, html bool) ([]byte, bool) {
 		}
 		lastEnc.Store(p)
 	}
+	return p.appendBoxed(b, v, html, 0)
+}
+
+// appendBoxed appends the JSON of v, whose dynamic type is p's.
+func (p *encPlan) appendBoxed(b []byte, v any, html bool, depth int) ([]byte, bool) {
 	// The data word of an interface holding a value of a type with a
 	// plan points to the value, or is the pointer for a pointer type:
 	// encPlanFor takes no other type that is stored in the word itself
 	// (storedInWord).
 	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
 	if p.kind == reflect.Pointer {
-		return p.append(b, unsafe.Pointer(&data), html, 0)
+		return p.append(b, unsafe.Pointer(&data), html, depth)
 	}
-	return p.append(b, data, html, 0)
+	return p.append(b, data, html, depth)
 }
 
 // encodeParamsDirect is encodeDirect for a call's params: the object or
@@ -171,6 +177,18 @@ func (p *encPlan) append(b []byte, ptr unsafe.Pointer, html bool, depth int) ([]
 		return p.appendElems(b, s.data, s.len, html, depth)
 	case reflect.Array:
 		return p.appendElems(b, ptr, p.n, html, depth)
+	case reflect.Interface:
+		// An empty interface (see build). As encoding/json: the value
+		// it holds, by the plan of its dynamic type, and null for none.
+		v := *(*any)(ptr)
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		dp := encPlanFor(reflect.TypeOf(v))
+		if dp == nil {
+			return nil, false
+		}
+		return dp.appendBoxed(b, v, html, depth+1)
 	}
 	// A struct.
 	b = append(b, '{')
@@ -211,7 +229,7 @@ func (p *encPlan) appendElems(b []byte, ptr unsafe.Pointer, n int, html bool, de
 
 // isEmpty reports whether the value of p's type at ptr is empty as
 // encoding/json's omitempty option understands it: false, 0 (-0 too), "",
-// a nil pointer, an empty slice or array; a struct never is.
+// a nil pointer or interface, an empty slice or array; a struct never is.
 func (p *encPlan) isEmpty(ptr unsafe.Pointer) bool {
 	switch p.kind {
 	case reflect.Bool, reflect.Int8, reflect.Uint8:
@@ -232,6 +250,8 @@ func (p *encPlan) isEmpty(ptr unsafe.Pointer) bool {
 		return len(*(*string)(ptr)) == 0
 	case reflect.Pointer:
 		return *(*unsafe.Pointer)(ptr) == nil
+	case reflect.Interface:
+		return (*[2]unsafe.Pointer)(ptr)[0] == nil // no type or itab: nil
 	case reflect.Slice:
 		return (*sliceHeader)(ptr).len == 0
 	case reflect.Array:
@@ -294,8 +314,8 @@ type encBuilder struct {
 	failed bool
 }
 
-// build returns the plan of t: a bool, an integer, a float, a string, or
-// a pointer, slice, array or struct of what has a plan, with no method
+// build returns the plan of t: a bool, an integer, a float, a string, an
+// empty interface, or a pointer, slice, array or struct of what has a plan, with no method
 // that encoding/json would call, no []byte (base64) or [N]byte, no
 // field with the string or omitzero option or behind an embedded
 // pointer, and no member name that needs escaping.
@@ -330,6 +350,13 @@ func (b *encBuilder) build(t reflect.Type) *encPlan {
 		}
 	case reflect.Struct:
 		b.buildStruct(p, t)
+	case reflect.Interface:
+		// What it holds is planned as it is written. An interface with
+		// methods holds an itab, which only reflection reads, and its
+		// pointer would escape through reflect.Value: none.
+		if t.NumMethod() > 0 {
+			b.failed = true
+		}
 	default:
 		b.failed = true
 	}

@@ -150,6 +150,24 @@ type flatAny struct {
 	V any
 }
 
+// shape is an interface with a method, held by withShape.
+type shape interface{ area() float64 }
+
+type square struct{ Side float64 }
+
+func (s square) area() float64 { return s.Side * s.Side }
+
+type circle struct{ R float64 }
+
+func (c *circle) area() float64 { return 3 * c.R * c.R }
+
+type withShape struct {
+	S  shape
+	O  shape `json:",omitempty"`
+	OA any   `json:"oa,omitempty"`
+	L  []shape
+}
+
 type valueMarshaler int
 
 func (valueMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"v"`), nil }
@@ -248,6 +266,12 @@ func TestDirectEncoder(t *testing.T) {
 		&n,
 		node{V: 1, Next: &node{V: 2}, Kids: []node{{V: 3}, {V: 4, Kids: []node{}}}},
 		deep,
+		// Interfaces: what they hold, by its own plan.
+		flatAny{}, flatAny{V: 1}, flatAny{V: "<s>"}, flatAny{V: true}, flatAny{V: -0.0000001},
+		flatAny{V: uint8(200)}, flatAny{V: sub}, flatAny{V: *sub}, flatAny{V: (*flatSub)(nil)},
+		flatAny{V: &n}, flatAny{V: []int{1}}, flatAny{V: []any{1, "x", nil, false, 2.5, []any{}}},
+		flatAny{V: flatAny{V: flatAny{}}}, &flatAny{V: [2]any{nil, &str}}, flatAny{V: deep},
+		[]any{42, 23}, []any{}, [1]any{"a<"},
 	}
 	for _, v := range takes {
 		want, err := json.Marshal(v)
@@ -287,7 +311,13 @@ func TestDirectEncoder(t *testing.T) {
 	assert.Nil(t, got, "a nil pointer encodes as null: no params")
 
 	leaves := []any{
-		flatQuoted{N: 1}, flatOmitZero{N: 1}, flatEmbeddedPtr{A: 1}, flatAny{V: 1},
+		flatQuoted{N: 1}, flatOmitZero{N: 1}, flatEmbeddedPtr{A: 1},
+		// An interface holding what has no plan, or a NaN, found as it
+		// is written.
+		flatAny{V: map[string]int{}}, flatAny{V: []byte("x")}, flatAny{V: valueMarshaler(1)},
+		flatAny{V: onePointer{P: &n}}, flatAny{V: json.Number("1")}, []any{1, math.NaN()},
+		// An interface with methods has none.
+		withShape{}, withShape{S: square{2}, O: &circle{1}, OA: 0, L: []shape{nil, square{1}, &circle{2}, (*circle)(nil)}},
 		flatWithMarshaler{}, flatWithPtrMarshaler{}, &flatWithPtrMarshaler{},
 		flatWithText{}, selfMarshaler{}, &selfMarshaler{}, embedsMarshaler{}, &embedsPtrMarshaler{}, embedsPtrMarshaler{},
 		flatHTMLName{}, flatUnicodeName{}, withBytes{}, withByteArray{}, withMap{}, withNestedMarshaler{},
@@ -334,6 +364,13 @@ func TestDirectEncoder(t *testing.T) {
 	_, err = encodeParams(cycle)
 	var je *json.UnsupportedValueError
 	assert.ErrorAs(t, err, &je, "a cycle: encoding/json's error")
+
+	anyCycle := &flatAny{}
+	anyCycle.V = anyCycle
+	_, ok = encodeDirect(nil, anyCycle, true)
+	assert.False(t, ok, "a cycle through an interface")
+	_, err = encodeParams(anyCycle)
+	assert.ErrorAs(t, err, &je, "a cycle through an interface: encoding/json's error")
 }
 
 // flatSub is a struct of two ints, as a typical call passes.

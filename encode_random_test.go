@@ -36,6 +36,21 @@ type randInner struct {
 
 type randUnexp struct{ Q, R int }
 
+// randIface is an interface with a method, held as randImplV or as
+// *randImplP.
+type randIface interface{ randMethod() }
+
+type randImplV struct {
+	A int
+	S string `json:"s,omitempty"`
+}
+
+func (randImplV) randMethod() {}
+
+type randImplP struct{ F float64 }
+
+func (*randImplP) randMethod() {}
+
 type randHoldsUnexp struct {
 	randUnexp
 	S int
@@ -49,6 +64,7 @@ var randLeaves = []reflect.Type{
 	reflect.TypeFor[float32](), reflect.TypeFor[float64](), reflect.TypeFor[string](),
 	reflect.TypeFor[randInt](), reflect.TypeFor[randStr](), reflect.TypeFor[randF32](), reflect.TypeFor[randByte](),
 	reflect.TypeFor[randInner](), reflect.TypeFor[randHoldsUnexp](),
+	reflect.TypeFor[any](), reflect.TypeFor[[]any](), reflect.TypeFor[randIface](),
 }
 
 // randOdd are types it must leave to encoding/json, or that fail there.
@@ -303,9 +319,24 @@ func (g *randGen) fill(v reflect.Value, depth int) {
 			v.Set(reflect.ValueOf(map[string]int{"<k>": 1}))
 		}
 	case reflect.Interface:
-		if g.r.IntN(2) == 0 {
-			v.Set(reflect.ValueOf("<i>"))
+		if g.r.IntN(4) == 0 || depth > 6 {
+			return // nil
 		}
+		if v.NumMethod() > 0 {
+			switch g.r.IntN(3) {
+			case 0:
+				v.Set(reflect.ValueOf(randImplV{A: g.r.IntN(100), S: g.str()}))
+			case 1:
+				v.Set(reflect.ValueOf(&randImplP{F: g.float(64)}))
+			default:
+				v.Set(reflect.ValueOf((*randImplP)(nil)))
+			}
+			return
+		}
+		// Any value of any type, made here.
+		x := reflect.New(g.typ(2)).Elem()
+		g.fill(x, depth+1)
+		v.Set(x)
 	}
 }
 

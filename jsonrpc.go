@@ -69,10 +69,11 @@
 // The params of a call are written as json.Marshal writes them, and a
 // result as a json.Encoder with SetEscapeHTML(false) does (a "<" stays
 // as it is). Values of the usual shapes, structs, pointers, slices and
-// arrays of bools, numbers and strings, are written the same, byte for
+// arrays of bools, numbers and strings, and values of type any holding
+// these (positional params as a []any), are written the same, byte for
 // byte, without reflection, by a plan made once for each type; a type
-// with a MarshalJSON or MarshalText method, a map or an interface goes
-// to encoding/json.
+// with a MarshalJSON or MarshalText method, a map or an interface with
+// methods goes to encoding/json.
 //
 // # Two-way connections
 //
