@@ -150,6 +150,11 @@ type flatAny struct {
 	V any
 }
 
+type flatAnyOmit struct {
+	A any `json:"a,omitempty"`
+	B any `json:",omitempty"`
+}
+
 // shape is an interface with a method, held by withShape.
 type shape interface{ area() float64 }
 
@@ -272,6 +277,7 @@ func TestDirectEncoder(t *testing.T) {
 		flatAny{V: &n}, flatAny{V: []int{1}}, flatAny{V: []any{1, "x", nil, false, 2.5, []any{}}},
 		flatAny{V: flatAny{V: flatAny{}}}, &flatAny{V: [2]any{nil, &str}}, flatAny{V: deep},
 		[]any{42, 23}, []any{}, [1]any{"a<"},
+		flatAnyOmit{}, flatAnyOmit{A: 0, B: ""}, flatAnyOmit{A: (*int)(nil)}, &flatAnyOmit{B: []any{}},
 	}
 	for _, v := range takes {
 		want, err := json.Marshal(v)
