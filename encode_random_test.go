@@ -51,6 +51,10 @@ type randImplP struct{ F float64 }
 
 func (*randImplP) randMethod() {}
 
+// RandAnything is an exported empty interface, which encoding/json
+// writes as a field of its own when embedded.
+type RandAnything interface{}
+
 type randHoldsUnexp struct {
 	randUnexp
 	S int
@@ -157,15 +161,17 @@ func (g *randGen) tryStruct(depth int) (t reflect.Type, ok bool) {
 		var f reflect.StructField
 		if g.r.IntN(5) == 0 {
 			var et reflect.Type
-			switch g.r.IntN(4) {
+			switch g.r.IntN(5) {
 			case 0:
 				et = reflect.TypeFor[randInner]()
 			case 1:
 				et = reflect.TypeFor[randHoldsUnexp]()
+			case 2:
+				et = reflect.TypeFor[RandAnything]() // a field of its own
 			default:
 				et = g.structType(depth - 1)
 			}
-			if g.r.IntN(4) == 0 {
+			if et.Kind() != reflect.Interface && g.r.IntN(4) == 0 {
 				et = reflect.PointerTo(et)
 			}
 			g.name++

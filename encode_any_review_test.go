@@ -1,0 +1,94 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+)
+
+type (
+	ReviewAnything interface{}
+	ReviewAny      = any
+	reviewAnything interface{}
+)
+
+type reviewEmbedsIface struct {
+	ReviewAnything
+	ReviewAny `json:"alias,omitempty"`
+	reviewAnything
+	X int
+}
+
+type reviewPtrTextInner struct{ S string }
+
+func (*reviewPtrTextInner) MarshalText() ([]byte, error) { return []byte("T"), nil }
+
+type reviewHoldsPtrText struct {
+	In reviewPtrTextInner
+	A  any
+}
+
+type reviewZero struct{}
+
+// TestDirectEncoderAnyReview holds odd values in an any, by value and
+// through a pointer, to encoding/json's bytes or to a refusal.
+func TestDirectEncoderAnyReview(t *testing.T) {
+	n := 3
+	pn := &n
+	ppn := &pn
+	var nilp *int
+	var anyv any = &n
+	inner := flatAny{V: []any{1, flatAny{V: "x"}}}
+	vals := []any{
+		reviewEmbedsIface{ReviewAnything: 1, ReviewAny: "a", reviewAnything: 2, X: 3},
+		reviewEmbedsIface{},
+		flatAny{V: struct{}{}}, flatAny{V: [0]int{}}, flatAny{V: &struct{}{}}, flatAny{V: reviewZero{}},
+		flatAny{V: [0]map[string]int{}}, flatAny{V: [0]any{}}, flatAny{V: []struct{}{{}, {}}},
+		flatAny{V: ppn}, flatAny{V: &ppn}, flatAny{V: &nilp}, flatAny{V: (**int)(nil)},
+		flatAny{V: &anyv}, flatAny{V: (*any)(nil)}, flatAny{V: new(any)},
+		flatAny{V: [3]any{1, nil, [1]any{&inner}}}, flatAny{V: inner}, flatAny{V: &inner},
+		flatAny{V: reviewHoldsPtrText{A: 1}}, flatAny{V: &reviewHoldsPtrText{A: 1}},
+		[]any{reviewHoldsPtrText{}}, []any{&reviewHoldsPtrText{}},
+		flatAny{V: ptrMarshaler(1)}, flatAny{V: new(ptrMarshaler)},
+		flatAny{V: ReviewAnything(5)}, flatAny{V: []ReviewAnything{1, nil}},
+		flatAny{V: uintptr(7)}, flatAny{V: int8(-1)}, flatAny{V: float32(0.1)}, flatAny{V: myInt(4)},
+		flatAny{V: fmt.Errorf("e")}, flatAny{V: reflect.ValueOf(1)},
+	}
+	for _, v := range vals {
+		p := reflect.New(reflect.TypeOf(v))
+		p.Elem().Set(reflect.ValueOf(v))
+		for _, x := range []any{v, p.Interface()} {
+			var es encoders
+			checkWrittenAsEncodingJSON(t, x, &es)
+		}
+	}
+}
+
+// TestDirectEncoderAnyConcurrent builds plans for what interfaces hold
+// from several goroutines at once (go test -race).
+func TestDirectEncoderAnyConcurrent(t *testing.T) {
+	type a struct{ A any }
+	type b struct{ B []any }
+	type c struct {
+		C *[2]any
+		N int
+	}
+	vals := []any{a{A: b{B: []any{c{C: &[2]any{1, "x"}}}}}, b{B: []any{a{A: 1.5}, &c{}}}, c{C: &[2]any{a{}, b{}}}}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				v := vals[(g+i)%len(vals)]
+				want, _ := json.Marshal(v)
+				got, ok := encodeDirect(nil, v, true)
+				if !ok || string(got) != string(want) {
+					t.Errorf("%T: %s %v, want %s", v, got, ok, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
