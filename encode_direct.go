@@ -90,8 +90,8 @@ func encodeDirect(b []byte, v any, html bool) ([]byte, bool) {
 func (p *encPlan) appendBoxed(b []byte, v any, html bool, depth int) ([]byte, bool) {
 	// The data word of an interface holding a value of a type with a
 	// plan points to the value, or is the pointer for a pointer type:
-	// encPlanFor takes no other type that is stored in the word itself
-	// (storedInWord).
+	// encPlanFor takes no other type that is stored in the word itself,
+	// and no pointer type that is not (storedInWord).
 	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
 	if p.kind == reflect.Pointer {
 		return p.append(b, unsafe.Pointer(&data), html, depth)
@@ -268,7 +268,7 @@ func encPlanFor(t reflect.Type) *encPlan {
 	}
 	b := encBuilder{built: make(map[reflect.Type]*encPlan)}
 	p := b.build(t)
-	if b.failed || storedInWord(t) && t.Kind() != reflect.Pointer {
+	if b.failed || storedInWord(t) != (t.Kind() == reflect.Pointer) {
 		p = nil
 	}
 	stored, _ := encPlans.LoadOrStore(t, p)
@@ -277,33 +277,17 @@ func encPlanFor(t reflect.Type) *encPlan {
 
 // storedInWord reports whether an interface holds a value of type t in
 // its data word rather than a pointer to it. The compiler does so for a
-// type of a word's size whose word is a pointer; since a pointer fills a
-// word, that is any type of a word's size that holds a pointer (a struct
-// of a pointer and zero-size fields, say). It may say true of a type the
-// compiler treats otherwise, which then has no plan; never false of one
-// it stores in the word.
+// type of a word's size whose word is a pointer the GC scans: not for a
+// pointer to a type the heap cannot hold (cgo.Incomplete, an incomplete C
+// struct), which it boxes as it does an integer. Asked rather than
+// restated: reflect boxes the zero value of such a type as the nil word
+// itself, and that of any other type as a pointer to a zero value.
 func storedInWord(t reflect.Type) bool {
-	return t.Size() == unsafe.Sizeof(uintptr(0)) && holdsPointer(t)
-}
-
-// holdsPointer reports whether a value of type t may hold a pointer.
-func holdsPointer(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if holdsPointer(t.Field(i).Type) {
-				return true
-			}
-		}
-		return false
-	case reflect.Array:
-		return t.Len() > 0 && holdsPointer(t.Elem())
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
-		return false
+	if t.Size() != unsafe.Sizeof(uintptr(0)) {
+		return false // and no zero value of a large type is made
 	}
-	return true // pointers, and strings, slices, maps, ... which hold one
+	z := reflect.Zero(t).Interface()
+	return (*[2]unsafe.Pointer)(unsafe.Pointer(&z))[1] == nil
 }
 
 // encBuilder builds the plans of a type and of the types in it; one that
