@@ -9,32 +9,32 @@ import (
 )
 
 type (
-	ReviewAnything interface{}
-	ReviewAny      = any
-	reviewAnything interface{}
+	AnyNamed      interface{}
+	AnyAlias      = any
+	anyUnexported interface{}
 )
 
-type reviewEmbedsIface struct {
-	ReviewAnything
-	ReviewAny `json:"alias,omitempty"`
-	reviewAnything
+type embedsAny struct {
+	AnyNamed
+	AnyAlias `json:"alias,omitempty"`
+	anyUnexported
 	X int
 }
 
-type reviewPtrTextInner struct{ S string }
+type ptrTextInner struct{ S string }
 
-func (*reviewPtrTextInner) MarshalText() ([]byte, error) { return []byte("T"), nil }
+func (*ptrTextInner) MarshalText() ([]byte, error) { return []byte("T"), nil }
 
-type reviewHoldsPtrText struct {
-	In reviewPtrTextInner
+type holdsPtrText struct {
+	In ptrTextInner
 	A  any
 }
 
-type reviewZero struct{}
+type zeroStruct struct{}
 
-// TestDirectEncoderAnyReview holds odd values in an any, by value and
+// TestDirectEncoderAnyShapes holds odd values in an any, by value and
 // through a pointer, to encoding/json's bytes or to a refusal.
-func TestDirectEncoderAnyReview(t *testing.T) {
+func TestDirectEncoderAnyShapes(t *testing.T) {
 	n := 3
 	pn := &n
 	ppn := &pn
@@ -42,17 +42,17 @@ func TestDirectEncoderAnyReview(t *testing.T) {
 	var anyv any = &n
 	inner := flatAny{V: []any{1, flatAny{V: "x"}}}
 	vals := []any{
-		reviewEmbedsIface{ReviewAnything: 1, ReviewAny: "a", reviewAnything: 2, X: 3},
-		reviewEmbedsIface{},
-		flatAny{V: struct{}{}}, flatAny{V: [0]int{}}, flatAny{V: &struct{}{}}, flatAny{V: reviewZero{}},
+		embedsAny{AnyNamed: 1, AnyAlias: "a", anyUnexported: 2, X: 3},
+		embedsAny{},
+		flatAny{V: struct{}{}}, flatAny{V: [0]int{}}, flatAny{V: &struct{}{}}, flatAny{V: zeroStruct{}},
 		flatAny{V: [0]map[string]int{}}, flatAny{V: [0]any{}}, flatAny{V: []struct{}{{}, {}}},
 		flatAny{V: ppn}, flatAny{V: &ppn}, flatAny{V: &nilp}, flatAny{V: (**int)(nil)},
 		flatAny{V: &anyv}, flatAny{V: (*any)(nil)}, flatAny{V: new(any)},
 		flatAny{V: [3]any{1, nil, [1]any{&inner}}}, flatAny{V: inner}, flatAny{V: &inner},
-		flatAny{V: reviewHoldsPtrText{A: 1}}, flatAny{V: &reviewHoldsPtrText{A: 1}},
-		[]any{reviewHoldsPtrText{}}, []any{&reviewHoldsPtrText{}},
+		flatAny{V: holdsPtrText{A: 1}}, flatAny{V: &holdsPtrText{A: 1}},
+		[]any{holdsPtrText{}}, []any{&holdsPtrText{}},
 		flatAny{V: ptrMarshaler(1)}, flatAny{V: new(ptrMarshaler)},
-		flatAny{V: ReviewAnything(5)}, flatAny{V: []ReviewAnything{1, nil}},
+		flatAny{V: AnyNamed(5)}, flatAny{V: []AnyNamed{1, nil}},
 		flatAny{V: uintptr(7)}, flatAny{V: int8(-1)}, flatAny{V: float32(0.1)}, flatAny{V: myInt(4)},
 		flatAny{V: fmt.Errorf("e")}, flatAny{V: reflect.ValueOf(1)},
 	}
