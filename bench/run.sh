@@ -479,10 +479,16 @@ come close to it where the work per message is small.
   call, the final code 1,850-1,956 bytes and 17; by the allocation
   profile, the difference is lineReader.detach, the read buffer copied
   when the reading role is handed off (a handler that calls its peer
-  causes it), whose count follows the timing of the hand-offs.
+  causes it), whose count follows the timing of the hand-offs. Since
+  bdedcf0 a hand-off leaves a buffer of 4 KiB, not 64 (grown when a read
+  fills it), and the row is about 1,060 bytes per call, well below the
+  baseline's. The run above flags only HTTP/par64's conns, the number of
+  connections net/http's Transport opened for 64 callers (64 to 87 in
+  both runs), which counts no work of ours.
 - **Round trip, one caller (≤ 1.5×F; at most 4 allocations per call).**
   Met in some runs and not in others (1.78×F, 1.30×F, 1.82×F, 1.40×F,
-  1.87×F, 1.53×F, 1.59×F, 1.75×F, 1.68×F and 1.43×F in ten full runs). The
+  1.87×F, 1.53×F, 1.59×F, 1.75×F, 1.68×F, 1.43×F and 1.56×F in eleven
+  full runs). The
   floor's client works as ours does: the caller writes its request, and
   a reading goroutine matches the answer to its call by id and hands it
   over through a channel; so the profile below, like the floor's, is
