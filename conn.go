@@ -3,7 +3,7 @@ package jsonrpc
 // This file holds the connection's state and lifecycle: the conn struct,
 // the goroutines it waits for, how reading stops and the connection
 // aborts, and the writing of answers and of what is buffered.
-// It depends on the writer and reader (transport.go) and on the encoding
+// It depends on the writer and reader (transport.go, linereader.go) and on the encoding
 // of answers (encode.go); the layers above it (scheduling, reading,
 // outgoing calls) own the fields they name in conn.
 
