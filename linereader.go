@@ -322,18 +322,16 @@ func (lr *lineReader) detach() {
 	// lines is not read in pieces anew after every hand-off; one larger
 	// still is not copied.
 	size := max(lr.end-lr.start, min(detachBufSize, lr.max+1))
-	if len(lr.buf) > initialBufSize {
-		size = max(size, min(len(lr.buf), maxIdleBufSize))
-	}
 	if lr.budget != nil {
 		// The old buffer is the handed-off unit's now, charged to it (see
 		// handoff). The new one cannot wait for room: it holds just the
 		// unread data, past the first initialBufSize bytes, and grows
 		// within the budget.
 		lr.budget.mem.give(lr.charged)
-		size = max(lr.end-lr.start, min(detachBufSize, lr.max+1))
 		lr.charged = max(size-initialBufSize, 0)
 		lr.budget.mem.take(lr.charged)
+	} else if len(lr.buf) > initialBufSize {
+		size = max(size, min(len(lr.buf), maxIdleBufSize))
 	}
 	nb := make([]byte, size)
 	n := copy(nb, lr.buf[lr.start:lr.end])
