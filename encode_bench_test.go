@@ -36,6 +36,9 @@ func BenchmarkEncodeResult(b *testing.B) {
 			ID   string `json:"id"`
 			Data any    `json:"data"`
 		}{"a1", point{1, 2}}, `{"id":"a1","data":{"X":1,"Y":2}}`},
+		// An MCP tool's result, as a map.
+		{"map", map[string]any{"content": []any{map[string]any{"type": "text", "text": "It is 21°C in Paris."}}, "isError": false},
+			`{"content":[{"text":"It is 21°C in Paris.","type":"text"}],"isError":false}`},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var es encoders
