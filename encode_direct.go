@@ -2,11 +2,12 @@ package jsonrpc
 
 // This file holds the direct encoder: for the usual shapes of a call's
 // params and of a handler's result (structs of bools, integers, floats
-// and strings, and the structs, pointers, slices and arrays made of
-// them, and empty interfaces holding any of these), a plan built once per type
-// writes the JSON by the values' offsets, as encoding/json would write
-// it, byte for byte, without reflection and, for params, without a
-// second scan of the output. Any other type (a map, a type with a method
+// and strings, and the structs, pointers, slices, arrays and maps with
+// string keys made of them, and empty interfaces holding any of these), a
+// plan built once per type writes the JSON by the values' offsets, as
+// encoding/json would write it, byte for byte, without reflection (but
+// for a map's entries) and, for params, without a second scan of the
+// output. Any other type (a map with other keys, a type with a method
 // encoding/json would call, ...), and any value a plan cannot write as
 // encoding/json does (a NaN, which encoding/json refuses, an interface
 // holding a type without a plan, or nesting deep enough to be a cycle),
@@ -31,13 +32,23 @@ import (
 type encPlan struct {
 	typ  reflect.Type
 	kind reflect.Kind // the kind of typ
+	// inWord: an interface holding a value of typ holds it in its data
+	// word, not a pointer to it (storedInWord).
+	inWord bool
 	// Struct: the fields encoding/json writes, in its order.
 	fields []encField
-	// Pointer, Slice, Array: the plan of the element; Slice and Array:
-	// the size of one, and Array its length.
+	// Pointer, Slice, Array, Map: the plan of the element (a map's
+	// values); Slice, Array and Map: the size of one, and Array its
+	// length.
 	elem *encPlan
 	size uintptr
 	n    int
+	// Map: the type word of an interface holding one, its key type, the
+	// type of a slice of its values, and a pool of *mapBuf.
+	mapWord unsafe.Pointer
+	mapKey  reflect.Type
+	mapVals reflect.Type
+	mapBufs sync.Pool
 }
 
 // An encField is a field of a struct, at offset within it.
@@ -74,9 +85,9 @@ func encodeDirect(b []byte, v any, html bool) ([]byte, bool) {
 			return nil, false
 		}
 		switch t.Kind() {
-		case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Array:
+		case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
 		default:
-			return nil, false // a scalar, a map, ...: no need to look
+			return nil, false // a scalar, ...: no need to look
 		}
 		if p = encPlanFor(t); p == nil {
 			return nil, false
@@ -88,12 +99,11 @@ func encodeDirect(b []byte, v any, html bool) ([]byte, bool) {
 
 // appendBoxed appends the JSON of v, whose dynamic type is p's.
 func (p *encPlan) appendBoxed(b []byte, v any, html bool, depth int) ([]byte, bool) {
-	// The data word of an interface holding a value of a type with a
-	// plan points to the value, or is the pointer for a pointer type:
-	// encPlanFor takes no other type that is stored in the word itself,
-	// and no pointer type that is not (storedInWord).
+	// The data word of an interface points to the value it holds, or,
+	// for a type of one pointer-shaped word (a pointer, a map, a struct
+	// of one such field), is the value.
 	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))[1]
-	if p.kind == reflect.Pointer {
+	if p.inWord {
 		return p.append(b, unsafe.Pointer(&data), html, depth)
 	}
 	return p.append(b, data, html, depth)
@@ -177,6 +187,12 @@ func (p *encPlan) append(b []byte, ptr unsafe.Pointer, html bool, depth int) ([]
 		return p.appendElems(b, s.data, s.len, html, depth)
 	case reflect.Array:
 		return p.appendElems(b, ptr, p.n, html, depth)
+	case reflect.Map:
+		m := *(*unsafe.Pointer)(ptr)
+		if m == nil {
+			return append(b, "null"...), true
+		}
+		return p.appendMap(b, m, html, depth)
 	case reflect.Interface:
 		// An empty interface (see build). As encoding/json: the value
 		// it holds, by the plan of its dynamic type, and null for none.
@@ -227,9 +243,97 @@ func (p *encPlan) appendElems(b []byte, ptr unsafe.Pointer, n int, html bool, de
 	return append(b, ']'), true
 }
 
+// A mapEntry is a member of a map's object: its key, and the place of
+// its value among those copied out.
+type mapEntry struct {
+	key string
+	i   int
+}
+
+// mapValue returns the map m (the map itself, a pointer) of p's type as
+// a reflect.Value. The interface it makes is the one an interface holding
+// m would be, so that m escapes no further than it would with the map in
+// an interface, and what points to it not at all.
+func (p *encPlan) mapValue(m unsafe.Pointer) reflect.Value {
+	var v any
+	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
+	w[0], w[1] = p.mapWord, m
+	return reflect.ValueOf(v)
+}
+
+// A mapBuf holds the entries and the values of a map while it is
+// written; the plan of the map's type keeps them in a pool.
+type mapBuf struct {
+	entries []mapEntry
+	vals    reflect.Value // a settable slice of the map's element type
+}
+
+// maxPooledMap is the most entries a pooled mapBuf keeps room for.
+const maxPooledMap = 1024
+
+// appendMap appends the JSON object of the map m of p's type, which is
+// not nil, as encoding/json writes it: its members sorted by key, bytewise.
+// The keys and values are copied out first, the values into a slice
+// where the plan of the element reads them.
+func (p *encPlan) appendMap(b []byte, m unsafe.Pointer, html bool, depth int) ([]byte, bool) {
+	mv := p.mapValue(m)
+	n := mv.Len()
+	if n == 0 {
+		return append(b, "{}"...), true
+	}
+	mb, _ := p.mapBufs.Get().(*mapBuf)
+	if mb == nil {
+		mb = &mapBuf{vals: reflect.New(p.mapVals).Elem()}
+	}
+	if cap(mb.entries) < n {
+		mb.entries = make([]mapEntry, n)
+	}
+	if mb.vals.Cap() < n {
+		mb.vals.Grow(n)
+	}
+	entries := mb.entries[:n]
+	mb.vals.SetLen(n)
+	var it reflect.MapIter
+	it.Reset(mv)
+	i := 0
+	for ; i < n && it.Next(); i++ {
+		// A key of a type of string kind is a string to the bits.
+		reflect.NewAt(p.mapKey, unsafe.Pointer(&entries[i].key)).Elem().SetIterKey(&it)
+		entries[i].i = i
+		mb.vals.Index(i).SetIterValue(&it)
+	}
+	entries = entries[:i]
+	slices.SortFunc(entries, func(x, y mapEntry) int { return strings.Compare(x.key, y.key) })
+	base := mb.vals.UnsafePointer()
+	b = append(b, '{')
+	ok := true
+	for j := range entries {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = appendMarshaledString(b, entries[j].key, html)
+		b = append(b, ':')
+		if b, ok = p.elem.append(b, unsafe.Add(base, uintptr(entries[j].i)*p.size), html, depth+1); !ok {
+			break
+		}
+	}
+	// What the buffer held must not be kept alive by the pool.
+	clear(entries)
+	mb.vals.Clear()
+	mb.vals.SetLen(0)
+	if n <= maxPooledMap {
+		p.mapBufs.Put(mb)
+	}
+	if !ok {
+		return nil, false
+	}
+	return append(b, '}'), true
+}
+
 // isEmpty reports whether the value of p's type at ptr is empty as
 // encoding/json's omitempty option understands it: false, 0 (-0 too), "",
-// a nil pointer or interface, an empty slice or array; a struct never is.
+// a nil pointer or interface, an empty slice, array or map; a struct
+// never is.
 func (p *encPlan) isEmpty(ptr unsafe.Pointer) bool {
 	switch p.kind {
 	case reflect.Bool, reflect.Int8, reflect.Uint8:
@@ -256,6 +360,9 @@ func (p *encPlan) isEmpty(ptr unsafe.Pointer) bool {
 		return (*sliceHeader)(ptr).len == 0
 	case reflect.Array:
 		return p.n == 0
+	case reflect.Map:
+		m := *(*unsafe.Pointer)(ptr)
+		return m == nil || p.mapValue(m).Len() == 0
 	}
 	return false
 }
@@ -268,7 +375,7 @@ func encPlanFor(t reflect.Type) *encPlan {
 	}
 	b := encBuilder{built: make(map[reflect.Type]*encPlan)}
 	p := b.build(t)
-	if b.failed || storedInWord(t) != (t.Kind() == reflect.Pointer) {
+	if b.failed {
 		p = nil
 	}
 	stored, _ := encPlans.LoadOrStore(t, p)
@@ -299,7 +406,8 @@ type encBuilder struct {
 }
 
 // build returns the plan of t: a bool, an integer, a float, a string, an
-// empty interface, or a pointer, slice, array or struct of what has a plan, with no method
+// empty interface, or a pointer, slice, array, struct or map with keys
+// of string kind of what has a plan, with no method
 // that encoding/json would call, no []byte (base64) or [N]byte, no
 // field with the string or omitzero option or behind an embedded
 // pointer, and no member name that needs escaping.
@@ -314,7 +422,7 @@ func (b *encBuilder) build(t reflect.Type) *encPlan {
 		b.failed = true // a json.Number is written as the number it holds
 		return nil
 	}
-	p := &encPlan{typ: t, kind: t.Kind()}
+	p := &encPlan{typ: t, kind: t.Kind(), inWord: storedInWord(t)}
 	b.built[t] = p
 	switch p.kind {
 	case reflect.Bool, reflect.String,
@@ -334,6 +442,18 @@ func (b *encBuilder) build(t reflect.Type) *encPlan {
 		}
 	case reflect.Struct:
 		b.buildStruct(p, t)
+	case reflect.Map:
+		// Keys of other kinds are written as encoding/json converts
+		// them (integers, MarshalText); a key of string kind is the
+		// string, whatever its methods.
+		if t.Key().Kind() != reflect.String {
+			b.failed = true
+			return nil
+		}
+		p.elem, p.size = b.build(t.Elem()), t.Elem().Size()
+		p.mapKey, p.mapVals = t.Key(), reflect.SliceOf(t.Elem())
+		z := reflect.Zero(t).Interface() // nil: the type word alone
+		p.mapWord = (*[2]unsafe.Pointer)(unsafe.Pointer(&z))[0]
 	case reflect.Interface:
 		// What it holds is planned as it is written. An interface with
 		// methods holds an itab, which only reflection reads, and its

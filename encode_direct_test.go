@@ -278,6 +278,20 @@ func TestDirectEncoder(t *testing.T) {
 		flatAny{V: flatAny{V: flatAny{}}}, &flatAny{V: [2]any{nil, &str}}, flatAny{V: deep},
 		[]any{42, 23}, []any{}, [1]any{"a<"},
 		flatAnyOmit{}, flatAnyOmit{A: 0, B: ""}, flatAnyOmit{A: (*int)(nil)}, &flatAnyOmit{B: []any{}},
+		// Maps with keys of string kind: sorted bytewise, keys escaped
+		// as strings are.
+		map[string]int{"b": 2, "a": 1, "<": 3, "": 0, "é": 4, " ": 5, "ÿ": 6, `"\`: 7, "B": 8},
+		map[string]int(nil), map[string]int{}, withMap{}, withMap{M: map[string]int{"x": 1}},
+		map[mapKey]any{"k": map[string]any{"n": nil, "l": []any{1.5, "s"}}, "j": &sub},
+		map[string]*flatSub{"p": sub, "nil": nil}, map[string][]int{"a": nil, "b": {}, "c": {1}},
+		map[string]flatOmit{"z": {}, "y": {I: 1}}, map[string]map[string]bool{"o": {"t": true}, "n": nil},
+		&map[string]int{"ptr": 1}, []map[string]string{nil, {"a": "<b>"}},
+		withMapOmit{}, withMapOmit{M: map[string]int{}}, withMapOmit{M: map[string]int{"a": 1}},
+		flatAny{V: map[string]int{}}, flatAny{V: map[string]any{"a": flatAny{V: 1}}}, []any{map[string]any{}},
+		// Types of one pointer-shaped word, which an interface holds in
+		// its data word.
+		onePointer{P: &n}, onePointer{}, [1]*int{&n}, zeroSizeFirst{P: &n}, zeroArrayFirst{P: &n},
+		[1]zeroSizeFirst{{P: &n}}, flatAny{V: onePointer{P: &n}}, []any{[1]*int{}, withMap{M: map[string]int{"a": 1}}},
 	}
 	for _, v := range takes {
 		want, err := json.Marshal(v)
@@ -320,16 +334,18 @@ func TestDirectEncoder(t *testing.T) {
 		flatQuoted{N: 1}, flatOmitZero{N: 1}, flatEmbeddedPtr{A: 1},
 		// An interface holding what has no plan, or a NaN, found as it
 		// is written.
-		flatAny{V: map[string]int{}}, flatAny{V: []byte("x")}, flatAny{V: valueMarshaler(1)},
-		flatAny{V: onePointer{P: &n}}, flatAny{V: json.Number("1")}, []any{1, math.NaN()},
+		flatAny{V: map[int]string{1: "a"}}, flatAny{V: []byte("x")}, flatAny{V: valueMarshaler(1)},
+		flatAny{V: json.Number("1")}, []any{1, math.NaN()},
 		// An interface with methods has none.
 		withShape{}, withShape{S: square{2}, O: &circle{1}, OA: 0, L: []shape{nil, square{1}, &circle{2}, (*circle)(nil)}},
 		flatWithMarshaler{}, flatWithPtrMarshaler{}, &flatWithPtrMarshaler{},
 		flatWithText{}, selfMarshaler{}, &selfMarshaler{}, embedsMarshaler{}, &embedsPtrMarshaler{}, embedsPtrMarshaler{},
-		flatHTMLName{}, flatUnicodeName{}, withBytes{}, withByteArray{}, withMap{}, withNestedMarshaler{},
-		onePointer{P: &n}, [1]*int{&n}, zeroSizeFirst{P: &n}, zeroArrayFirst{P: &n}, [1]zeroSizeFirst{{P: &n}},
+		flatHTMLName{}, flatUnicodeName{}, withBytes{}, withByteArray{}, withNestedMarshaler{},
+		// Maps of other keys, of what has no plan, or with methods.
+		map[int]string{2: "b", 10: "a"}, map[textKey]int{{1}: 1}, map[string][]byte{"b": []byte("x")},
+		map[string]valueMarshaler{"m": 1}, selfMarshalingMap{"a": 1}, map[string]any{"f": math.NaN()},
 		withNumber{N: "12"}, []json.Number{"1.5"},
-		[]byte("x"), map[string]int{"a": 1}, json.RawMessage(`{}`),
+		[]byte("x"), json.RawMessage(`{}`),
 		1, "s", true, 1.5, nil,
 	}
 	for _, v := range leaves {
@@ -377,6 +393,34 @@ func TestDirectEncoder(t *testing.T) {
 	assert.False(t, ok, "a cycle through an interface")
 	_, err = encodeParams(anyCycle)
 	assert.ErrorAs(t, err, &je, "a cycle through an interface: encoding/json's error")
+
+	mapCycle := map[string]any{}
+	mapCycle["self"] = mapCycle
+	_, ok = encodeDirect(nil, mapCycle, true)
+	assert.False(t, ok, "a cycle through a map")
+	_, err = encodeParams(mapCycle)
+	assert.ErrorAs(t, err, &je, "a cycle through a map: encoding/json's error")
+}
+
+// mapKey is a key type of string kind: encoding/json writes the string,
+// not what MarshalText returns.
+type mapKey string
+
+func (mapKey) MarshalText() ([]byte, error) { return []byte("text"), nil }
+
+// textKey is a key type encoding/json writes by MarshalText.
+type textKey struct{ N int }
+
+func (k textKey) MarshalText() ([]byte, error) { return []byte("t" + strconv.Itoa(k.N)), nil }
+
+// selfMarshalingMap is a map type with a method encoding/json calls.
+type selfMarshalingMap map[string]int
+
+func (selfMarshalingMap) MarshalJSON() ([]byte, error) { return []byte(`"self"`), nil }
+
+type withMapOmit struct {
+	M map[string]int `json:"m,omitempty"`
+	N int
 }
 
 // flatSub is a struct of two ints, as a typical call passes.
@@ -429,7 +473,12 @@ func FuzzDirectEncoder(f *testing.F) {
 		if b {
 			v.PS, v.P = &s, &n
 		}
-		for _, v := range []any{all, &omit, v, []nested{v, {}}} {
+		// A map whose keys are pieces of s: sorted as bytes, escaped.
+		m := map[string]any{}
+		for k, piece := range strings.SplitAfter(s, "a") {
+			m[piece] = []any{k, piece, f64}
+		}
+		for _, v := range []any{all, &omit, v, []nested{v, {}}, m} {
 			for _, html := range []bool{true, false} {
 				want, werr := encodingJSON(v, html)
 				got, ok := encodeDirect(nil, v, html)

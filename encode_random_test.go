@@ -2,7 +2,7 @@ package jsonrpc
 
 // This file throws random types at the direct encoder: structs built by
 // reflect.StructOf with random fields, tags and embedding, pointers,
-// slices and arrays of them, and the kinds the encoder leaves to
+// slices, arrays and maps of them, and the kinds the encoder leaves to
 // encoding/json, each filled with random values that lean on the edges
 // (escapes, invalid UTF-8, -0, floats at the switch to exponents, NaN).
 
@@ -71,9 +71,17 @@ var randLeaves = []reflect.Type{
 	reflect.TypeFor[any](), reflect.TypeFor[[]any](), reflect.TypeFor[randIface](),
 }
 
+// randKeys are the key types of random maps: of string kind, which the
+// direct encoder writes, with or without a MarshalText that encoding/json
+// does not call for them, and others, which it leaves to encoding/json.
+var randKeys = []reflect.Type{
+	reflect.TypeFor[string](), reflect.TypeFor[randStr](), reflect.TypeFor[mapKey](),
+	reflect.TypeFor[int](), reflect.TypeFor[textKey](),
+}
+
 // randOdd are types it must leave to encoding/json, or that fail there.
 var randOdd = []reflect.Type{
-	reflect.TypeFor[any](), reflect.TypeFor[map[string]int](), reflect.TypeFor[[]byte](), reflect.TypeFor[randBytes](),
+	reflect.TypeFor[any](), reflect.TypeFor[map[int]int](), reflect.TypeFor[[]byte](), reflect.TypeFor[randBytes](),
 	reflect.TypeFor[[2]byte](), reflect.TypeFor[complex64](), reflect.TypeFor[json.RawMessage](), reflect.TypeFor[json.Number](),
 	reflect.TypeFor[valueMarshaler](), reflect.TypeFor[ptrMarshaler](), reflect.TypeFor[textMarshaler](),
 	reflect.TypeFor[selfMarshaler](), reflect.TypeFor[ptrSelfMarshaler](), reflect.TypeFor[embedsTwoMarshalers](),
@@ -110,8 +118,10 @@ func (g *randGen) typ(depth int) reflect.Type {
 		return reflect.PointerTo(g.typ(depth - 1))
 	case k < 64:
 		return reflect.SliceOf(g.typ(depth - 1))
-	case k < 76:
+	case k < 72:
 		return reflect.ArrayOf(g.r.IntN(4), g.typ(depth-1))
+	case k < 82:
+		return reflect.MapOf(randKeys[g.r.IntN(len(randKeys))], g.typ(depth-1))
 	default:
 		return g.structType(depth - 1)
 	}
@@ -321,9 +331,25 @@ func (g *randGen) fill(v reflect.Value, depth int) {
 			}
 		}
 	case reflect.Map:
-		if g.r.IntN(2) == 0 {
-			v.Set(reflect.ValueOf(map[string]int{"<k>": 1}))
+		if g.r.IntN(3) == 0 || depth > 6 {
+			return // nil
 		}
+		m := reflect.MakeMap(v.Type())
+		for range g.r.IntN(4) {
+			k := reflect.New(v.Type().Key()).Elem()
+			switch k.Kind() {
+			case reflect.String:
+				k.SetString(g.str())
+			case reflect.Int:
+				k.SetInt(int64(g.r.IntN(21) - 10))
+			default: // textKey
+				k.Field(0).SetInt(int64(g.r.IntN(5)))
+			}
+			e := reflect.New(v.Type().Elem()).Elem()
+			g.fill(e, depth+1)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
 	case reflect.Interface:
 		if g.r.IntN(4) == 0 || depth > 6 {
 			return // nil

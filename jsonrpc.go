@@ -68,12 +68,14 @@
 //
 // The params of a call are written as json.Marshal writes them, and a
 // result as a json.Encoder with SetEscapeHTML(false) does (a "<" stays
-// as it is). Values of the usual shapes, structs, pointers, slices and
-// arrays of bools, numbers and strings, and values of type any holding
-// these (positional params as a []any), are written the same, byte for
-// byte, without reflection, by a plan made once for each type; a type
-// with a MarshalJSON or MarshalText method, a map or an interface with
-// methods goes to encoding/json.
+// as it is). Values of the usual shapes, structs, pointers, slices,
+// arrays and maps with string keys of bools, numbers and strings, and
+// values of type any holding these (positional params as a []any, an
+// MCP result as a map[string]any), are written the same, byte for byte,
+// by a plan made once for each type: without reflection, but for the
+// entries of a map. A type with a MarshalJSON or MarshalText method, a
+// map with keys of another kind or an interface with methods goes to
+// encoding/json.
 //
 // # Two-way connections
 //
