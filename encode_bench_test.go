@@ -36,6 +36,10 @@ func BenchmarkEncodeResult(b *testing.B) {
 			ID   string `json:"id"`
 			Data any    `json:"data"`
 		}{"a1", point{1, 2}}, `{"id":"a1","data":{"X":1,"Y":2}}`},
+		// An MCP tool's result, as the SDKs type it: content behind an
+		// interface with methods.
+		{"content", benchToolResult{Content: []benchContent{&benchText{Type: "text", Text: "It is 21°C in Paris."}}},
+			`{"content":[{"type":"text","text":"It is 21°C in Paris."}],"isError":false}`},
 		// An MCP tool's result, as a map.
 		{"map", map[string]any{"content": []any{map[string]any{"type": "text", "text": "It is 21°C in Paris."}}, "isError": false},
 			`{"content":[{"text":"It is 21°C in Paris.","type":"text"}],"isError":false}`},
@@ -134,3 +138,19 @@ var (
 	benchDidChangeJSON = `{"textDocument":{"uri":"file:///src/a.go","version":7},` +
 		`"contentChanges":[{"range":{"start":{"line":3,"character":1},"end":{"line":3,"character":1}},"text":"x := 1\n"}]}`
 )
+
+// benchContent is an MCP content block as the SDKs type it: an interface
+// with methods, held by pointers to its kinds.
+type benchContent interface{ contentType() string }
+
+type benchText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func (t *benchText) contentType() string { return t.Type }
+
+type benchToolResult struct {
+	Content []benchContent `json:"content"`
+	IsError bool           `json:"isError"`
+}
