@@ -75,7 +75,16 @@ func TestDirectEncoderAnyConcurrent(t *testing.T) {
 		C *[2]any
 		N int
 	}
-	vals := []any{a{A: b{B: []any{c{C: &[2]any{1, "x"}}}}}, b{B: []any{a{A: 1.5}, &c{}}}, c{C: &[2]any{a{}, b{}}}}
+	// Each kind of value is planned while other goroutines write it:
+	// interfaces with methods (itabs seen first in parallel) and maps
+	// (their pooled buffers) too.
+	type d struct {
+		S []shape
+		M map[string]any
+	}
+	vals := []any{a{A: b{B: []any{c{C: &[2]any{1, "x"}}}}}, b{B: []any{a{A: 1.5}, &c{}}}, c{C: &[2]any{a{}, b{}}},
+		d{S: []shape{square{1}, &circle{2}}, M: map[string]any{"m": map[string]any{"k": []any{1, "v"}}, "n": nil}},
+		d{M: map[string]any{"s": d{S: []shape{&circle{3}}}}}}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {

@@ -3,7 +3,7 @@ package jsonrpc
 // This file holds the direct encoder: for the usual shapes of a call's
 // params and of a handler's result (structs of bools, integers, floats
 // and strings, and the structs, pointers, slices, arrays and maps with
-// string keys made of them, and empty interfaces holding any of these), a
+// string keys made of them, and interfaces holding any of these), a
 // plan built once per type writes the JSON by the values' offsets, as
 // encoding/json would write it, byte for byte, without reflection (but
 // for a map's entries) and, for params, without a second scan of the
@@ -35,6 +35,9 @@ type encPlan struct {
 	// inWord: an interface holding a value of typ holds it in its data
 	// word, not a pointer to it (storedInWord).
 	inWord bool
+	// itab: typ is an interface with methods, whose first word is an
+	// itab rather than a type.
+	itab bool
 	// Struct: the fields encoding/json writes, in its order.
 	fields []encField
 	// Pointer, Slice, Array, Map: the plan of the element (a map's
@@ -194,13 +197,25 @@ func (p *encPlan) append(b []byte, ptr unsafe.Pointer, html bool, depth int) ([]
 		}
 		return p.appendMap(b, m, html, depth)
 	case reflect.Interface:
-		// An empty interface (see build). As encoding/json: the value
-		// it holds, by the plan of its dynamic type, and null for none.
-		v := *(*any)(ptr)
-		if v == nil {
+		// As encoding/json: the value it holds, by the plan of its
+		// dynamic type, and null for none.
+		w := (*[2]unsafe.Pointer)(ptr)
+		if w[0] == nil {
 			return append(b, "null"...), true
 		}
-		dp := encPlanFor(reflect.TypeOf(v))
+		var v any
+		var dp *encPlan
+		if p.itab {
+			// The same value in an empty interface: its type word is
+			// found once for each itab.
+			e := itabEntryFor(p.typ, w[0], w[1])
+			ew := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
+			ew[0], ew[1] = e.word, w[1]
+			dp = e.plan
+		} else {
+			v = *(*any)(ptr)
+			dp = encPlanFor(reflect.TypeOf(v))
+		}
 		if dp == nil {
 			return nil, false
 		}
@@ -241,6 +256,40 @@ func (p *encPlan) appendElems(b []byte, ptr unsafe.Pointer, n int, html bool, de
 		}
 	}
 	return append(b, ']'), true
+}
+
+// An itabEntry is what the direct encoder knows of an itab: the type word
+// of an empty interface holding the same value as an interface with that
+// itab, and the plan of that type.
+type itabEntry struct {
+	word unsafe.Pointer
+	plan *encPlan
+}
+
+// itabs maps an itab (an unsafe.Pointer, which is never freed, and whose
+// dynamic type never changes) to its *itabEntry.
+var itabs sync.Map
+
+// itabEntryFor returns the entry of tab, the itab of an interface of type
+// t that holds data.
+func itabEntryFor(t reflect.Type, tab, data unsafe.Pointer) *itabEntry {
+	if e, ok := itabs.Load(tab); ok {
+		return e.(*itabEntry)
+	}
+	return newItabEntry(t, tab, data)
+}
+
+// newItabEntry makes the entry of tab by reflection, from an interface
+// of type t made of the two words; those escape to the heap here alone.
+func newItabEntry(t reflect.Type, tab, data unsafe.Pointer) *itabEntry {
+	words := [2]unsafe.Pointer{tab, data}
+	x := reflect.NewAt(t, unsafe.Pointer(&words)).Elem().Interface()
+	e := &itabEntry{
+		word: (*[2]unsafe.Pointer)(unsafe.Pointer(&x))[0],
+		plan: encPlanFor(reflect.TypeOf(x)),
+	}
+	stored, _ := itabs.LoadOrStore(tab, e)
+	return stored.(*itabEntry)
 }
 
 // A mapEntry is a member of a map's object: its key, and the place of
@@ -406,7 +455,7 @@ type encBuilder struct {
 }
 
 // build returns the plan of t: a bool, an integer, a float, a string, an
-// empty interface, or a pointer, slice, array, struct or map with keys
+// interface, or a pointer, slice, array, struct or map with keys
 // of string kind of what has a plan, with no method
 // that encoding/json would call, no []byte (base64) or [N]byte, no
 // field with the string or omitzero option or behind an embedded
@@ -455,12 +504,8 @@ func (b *encBuilder) build(t reflect.Type) *encPlan {
 		z := reflect.Zero(t).Interface() // nil: the type word alone
 		p.mapWord = (*[2]unsafe.Pointer)(unsafe.Pointer(&z))[0]
 	case reflect.Interface:
-		// What it holds is planned as it is written. An interface with
-		// methods holds an itab, which only reflection reads, and its
-		// pointer would escape through reflect.Value: none.
-		if t.NumMethod() > 0 {
-			b.failed = true
-		}
+		// What it holds is planned as it is written.
+		p.itab = t.NumMethod() > 0
 	default:
 		b.failed = true
 	}

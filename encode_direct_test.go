@@ -166,6 +166,13 @@ type circle struct{ R float64 }
 
 func (c *circle) area() float64 { return 3 * c.R * c.R }
 
+// shapeMarshaler is a shape that encoding/json writes by its MarshalJSON.
+type shapeMarshaler struct{}
+
+func (shapeMarshaler) area() float64 { return 0 }
+
+func (shapeMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"m"`), nil }
+
 type withShape struct {
 	S  shape
 	O  shape `json:",omitempty"`
@@ -292,6 +299,10 @@ func TestDirectEncoder(t *testing.T) {
 		// its data word.
 		onePointer{P: &n}, onePointer{}, [1]*int{&n}, zeroSizeFirst{P: &n}, zeroArrayFirst{P: &n},
 		[1]zeroSizeFirst{{P: &n}}, flatAny{V: onePointer{P: &n}}, []any{[1]*int{}, withMap{M: map[string]int{"a": 1}}},
+		// Interfaces with methods: what they hold, by its own plan.
+		withShape{}, withShape{S: square{2}, O: &circle{1}, OA: 0, L: []shape{nil, square{1}, &circle{2}, (*circle)(nil)}},
+		[]shape{&circle{3}, square{4}, &circle{3}}, map[string]shape{"c": &circle{1}, "n": nil},
+		flatAny{V: withShape{S: &circle{5}}},
 	}
 	for _, v := range takes {
 		want, err := json.Marshal(v)
@@ -336,8 +347,8 @@ func TestDirectEncoder(t *testing.T) {
 		// is written.
 		flatAny{V: map[int]string{1: "a"}}, flatAny{V: []byte("x")}, flatAny{V: valueMarshaler(1)},
 		flatAny{V: json.Number("1")}, []any{1, math.NaN()},
-		// An interface with methods has none.
-		withShape{}, withShape{S: square{2}, O: &circle{1}, OA: 0, L: []shape{nil, square{1}, &circle{2}, (*circle)(nil)}},
+		// An interface with methods holding what has no plan.
+		withShape{S: shapeMarshaler{}}, []shape{square{1}, shapeMarshaler{}},
 		flatWithMarshaler{}, flatWithPtrMarshaler{}, &flatWithPtrMarshaler{},
 		flatWithText{}, selfMarshaler{}, &selfMarshaler{}, embedsMarshaler{}, &embedsPtrMarshaler{}, embedsPtrMarshaler{},
 		flatHTMLName{}, flatUnicodeName{}, withBytes{}, withByteArray{}, withNestedMarshaler{},

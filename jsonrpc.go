@@ -70,12 +70,12 @@
 // result as a json.Encoder with SetEscapeHTML(false) does (a "<" stays
 // as it is). Values of the usual shapes, structs, pointers, slices,
 // arrays and maps with string keys of bools, numbers and strings, and
-// values of type any holding these (positional params as a []any, an
-// MCP result as a map[string]any), are written the same, byte for byte,
-// by a plan made once for each type: without reflection, but for the
-// entries of a map. A type with a MarshalJSON or MarshalText method, a
-// map with keys of another kind or an interface with methods goes to
-// encoding/json.
+// interfaces holding these (positional params as a []any, an MCP result
+// as a map[string]any, or with its content behind an interface with
+// methods), are written the same, byte for byte, by a plan made once for
+// each type: without reflection, but for the entries of a map. A type
+// with a MarshalJSON or MarshalText method or a map with keys of another
+// kind goes to encoding/json, and so does a value holding one.
 //
 // # Two-way connections
 //
