@@ -36,8 +36,12 @@ type encPlan struct {
 	// word, not a pointer to it (storedInWord).
 	inWord bool
 	// itab: typ is an interface with methods, whose first word is an
-	// itab rather than a type.
-	itab bool
+	// itab rather than a type. Interface: the entries of the types (or
+	// itabs) it held last, by their key.
+	itab   bool
+	recent [4]atomic.Pointer[ifaceEntry]
+	// asAny is the entry of typ for an empty interface holding it.
+	asAny ifaceEntry
 	// Struct: the fields encoding/json writes, in its order.
 	fields []encField
 	// Pointer, Slice, Array, Map: the plan of the element (a map's
@@ -203,23 +207,22 @@ func (p *encPlan) append(b []byte, ptr unsafe.Pointer, html bool, depth int) ([]
 		if w[0] == nil {
 			return append(b, "null"...), true
 		}
-		var v any
-		var dp *encPlan
-		if p.itab {
-			// The same value in an empty interface: its type word is
-			// found once for each itab.
-			e := itabEntryFor(p.typ, w[0], w[1])
-			ew := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
-			ew[0], ew[1] = e.word, w[1]
-			dp = e.plan
-		} else {
-			v = *(*any)(ptr)
-			dp = encPlanFor(reflect.TypeOf(v))
+		slot := &p.recent[uintptr(w[0])>>4&3]
+		e := slot.Load()
+		if e == nil || e.key != w[0] {
+			if e = p.ifaceEntryFor(w); e == nil {
+				return nil, false
+			}
+			slot.Store(e)
 		}
-		if dp == nil {
+		if e.plan == nil {
 			return nil, false
 		}
-		return dp.appendBoxed(b, v, html, depth+1)
+		// The same value in an empty interface.
+		var v any
+		ew := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
+		ew[0], ew[1] = e.word, w[1]
+		return e.plan.appendBoxed(b, v, html, depth+1)
 	}
 	// A struct.
 	b = append(b, '{')
@@ -258,38 +261,49 @@ func (p *encPlan) appendElems(b []byte, ptr unsafe.Pointer, n int, html bool, de
 	return append(b, ']'), true
 }
 
-// An itabEntry is what the direct encoder knows of an itab: the type word
-// of an empty interface holding the same value as an interface with that
-// itab, and the plan of that type.
-type itabEntry struct {
+// An ifaceEntry is what the direct encoder knows of the first word of an
+// interface, key, a type or an itab: the type word of an empty interface
+// holding the same value (the key itself for a type), and the plan of
+// that type, nil if it has none.
+type ifaceEntry struct {
+	key  unsafe.Pointer
 	word unsafe.Pointer
 	plan *encPlan
 }
 
 // itabs maps an itab (an unsafe.Pointer, which is never freed, and whose
-// dynamic type never changes) to its *itabEntry.
+// dynamic type never changes) to its *ifaceEntry.
 var itabs sync.Map
 
-// itabEntryFor returns the entry of tab, the itab of an interface of type
-// t that holds data.
-func itabEntryFor(t reflect.Type, tab, data unsafe.Pointer) *itabEntry {
-	if e, ok := itabs.Load(tab); ok {
-		return e.(*itabEntry)
+// ifaceEntryFor returns the entry of the first word of w, an interface of
+// p's type that is not nil; nil for an empty interface holding a type
+// without a plan.
+func (p *encPlan) ifaceEntryFor(w *[2]unsafe.Pointer) *ifaceEntry {
+	if !p.itab {
+		dp := encPlanFor(reflect.TypeOf(*(*any)(unsafe.Pointer(w))))
+		if dp == nil {
+			return nil
+		}
+		return &dp.asAny
 	}
-	return newItabEntry(t, tab, data)
+	if e, ok := itabs.Load(w[0]); ok {
+		return e.(*ifaceEntry)
+	}
+	return newItabEntry(p.typ, w[0], w[1])
 }
 
 // newItabEntry makes the entry of tab by reflection, from an interface
 // of type t made of the two words; those escape to the heap here alone.
-func newItabEntry(t reflect.Type, tab, data unsafe.Pointer) *itabEntry {
+func newItabEntry(t reflect.Type, tab, data unsafe.Pointer) *ifaceEntry {
 	words := [2]unsafe.Pointer{tab, data}
 	x := reflect.NewAt(t, unsafe.Pointer(&words)).Elem().Interface()
-	e := &itabEntry{
+	e := &ifaceEntry{
+		key:  tab,
 		word: (*[2]unsafe.Pointer)(unsafe.Pointer(&x))[0],
 		plan: encPlanFor(reflect.TypeOf(x)),
 	}
 	stored, _ := itabs.LoadOrStore(tab, e)
-	return stored.(*itabEntry)
+	return stored.(*ifaceEntry)
 }
 
 // A mapEntry is a member of a map's object: its key, and the place of
@@ -426,6 +440,11 @@ func encPlanFor(t reflect.Type) *encPlan {
 	p := b.build(t)
 	if b.failed {
 		p = nil
+	} else {
+		// The type word of an interface holding t, for the entry.
+		z := reflect.New(t).Elem().Interface()
+		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&z))[0]
+		p.asAny = ifaceEntry{key: w, word: w, plan: p}
 	}
 	stored, _ := encPlans.LoadOrStore(t, p)
 	return stored.(*encPlan)
