@@ -314,9 +314,12 @@ type mapEntry struct {
 }
 
 // mapValue returns the map m (the map itself, a pointer) of p's type as
-// a reflect.Value. The interface it makes is the one an interface holding
-// m would be, so that m escapes no further than it would with the map in
-// an interface, and what points to it not at all.
+// a reflect.Value, made from the interface that would hold m. Through it
+// m leaks, as it must: appendMap copies the map's values into a pooled
+// buffer on the heap, which must never point into a stack. So the values
+// given to encodeDirect leak too (its callers' already did, through
+// encoding/json), though what points to them, such as appendBoxed's
+// data, does not.
 func (p *encPlan) mapValue(m unsafe.Pointer) reflect.Value {
 	var v any
 	w := (*[2]unsafe.Pointer)(unsafe.Pointer(&v))
@@ -331,8 +334,9 @@ type mapBuf struct {
 	vals    reflect.Value // a settable slice of the map's element type
 }
 
-// maxPooledMap is the most entries a pooled mapBuf keeps room for.
-const maxPooledMap = 1024
+// maxPooledMap is the most bytes a pooled mapBuf keeps, its entries and
+// its values together, as the package's other pools keep at most 64 KiB.
+const maxPooledMap = 64 << 10
 
 // appendMap appends the JSON object of the map m of p's type, which is
 // not nil, as encoding/json writes it: its members sorted by key, bytewise.
@@ -384,7 +388,7 @@ func (p *encPlan) appendMap(b []byte, m unsafe.Pointer, html bool, depth int) ([
 	clear(entries)
 	mb.vals.Clear()
 	mb.vals.SetLen(0)
-	if n <= maxPooledMap {
+	if uintptr(cap(mb.entries))*unsafe.Sizeof(mapEntry{})+uintptr(mb.vals.Cap())*p.size <= maxPooledMap {
 		p.mapBufs.Put(mb)
 	}
 	if !ok {

@@ -3,9 +3,11 @@ package jsonrpc
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -511,3 +513,32 @@ func FuzzDirectEncoder(f *testing.F) {
 }
 
 func isFinite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// TestDirectEncoderMapPoolBudget: what a map plan's pool keeps between
+// writes is bounded in bytes, as the package's other pooled buffers are
+// (64 KiB), not in entries: 1,000 values of 4 KiB copied out must not
+// stay in the pool as 4 MB. (From a review; it failed with a bound of
+// 1,024 entries.)
+func TestDirectEncoderMapPoolBudget(t *testing.T) {
+	type bigValue [512]int64 // 4 KiB
+	m := make(map[string]bigValue, 1000)
+	for i := range 1000 {
+		m[strconv.Itoa(i)] = bigValue{int64(i)}
+	}
+	p := encPlanFor(reflect.TypeOf(m))
+	require.NotNil(t, p)
+	// The pool may drop what is put in it (one Put in four under the
+	// race detector, or after a move to another P): look a few times.
+	for range 20 {
+		_, ok := encodeDirect(nil, m, false)
+		require.True(t, ok)
+		mb, _ := p.mapBufs.Get().(*mapBuf)
+		if mb == nil {
+			continue
+		}
+		held := uintptr(mb.vals.Cap())*p.size + uintptr(cap(mb.entries))*unsafe.Sizeof(mapEntry{})
+		assert.LessOrEqual(t, held, uintptr(64<<10), "bytes kept in the pool of %v", p.typ)
+		return
+	}
+	t.Log("the pool kept nothing")
+}
