@@ -38,3 +38,15 @@ func TestDirectEncoderPointerNotInHeap(t *testing.T) {
 		checkWrittenAsEncodingJSON(t, v, &es)
 	}
 }
+
+func (*notInHeap) area() float64 { return 0 }
+
+// TestDirectEncoderPointerNotInHeapShape: the same behind an interface
+// with methods, whose data word is the box too.
+func TestDirectEncoderPointerNotInHeapShape(t *testing.T) {
+	var nih *notInHeap
+	for _, v := range []any{withShape{S: nih}, withShape{O: nih}, []shape{nih, square{1}}, map[string]shape{"a": nih}} {
+		var es encoders
+		checkWrittenAsEncodingJSON(t, v, &es)
+	}
+}

@@ -36,8 +36,11 @@ type randInner struct {
 
 type randUnexp struct{ Q, R int }
 
-// randIface is an interface with a method, held as randImplV or as
-// *randImplP.
+// randIface is an interface with a method, held as randImplV, as
+// *randImplP, or as one of the types after them: of one pointer-shaped
+// word (which an interface holds in its data word), of size zero, an
+// integer, and a struct whose MarshalJSON has a pointer receiver (which
+// encoding/json calls only through a pointer).
 type randIface interface{ randMethod() }
 
 type randImplV struct {
@@ -50,6 +53,28 @@ func (randImplV) randMethod() {}
 type randImplP struct{ F float64 }
 
 func (*randImplP) randMethod() {}
+
+type randImplMap map[string]int
+
+func (randImplMap) randMethod() {}
+
+type randImplWord struct{ P *int }
+
+func (randImplWord) randMethod() {}
+
+type randImplZero struct{}
+
+func (randImplZero) randMethod() {}
+
+type randImplInt int
+
+func (randImplInt) randMethod() {}
+
+type randImplPtrMarshaler struct{ N int }
+
+func (randImplPtrMarshaler) randMethod() {}
+
+func (*randImplPtrMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"m"`), nil }
 
 // RandAnything is an exported empty interface, which encoding/json
 // writes as a field of its own when embedded.
@@ -355,13 +380,37 @@ func (g *randGen) fill(v reflect.Value, depth int) {
 			return // nil
 		}
 		if v.NumMethod() > 0 {
-			switch g.r.IntN(3) {
-			case 0:
+			switch g.r.IntN(10) {
+			case 0, 1:
 				v.Set(reflect.ValueOf(randImplV{A: g.r.IntN(100), S: g.str()}))
-			case 1:
+			case 2, 3:
 				v.Set(reflect.ValueOf(&randImplP{F: g.float(64)}))
-			default:
+			case 4:
 				v.Set(reflect.ValueOf((*randImplP)(nil)))
+			case 5:
+				m := randImplMap{g.str(): g.r.IntN(9)}
+				if g.r.IntN(3) == 0 {
+					m = nil
+				}
+				v.Set(reflect.ValueOf(m))
+			case 6:
+				w := randImplWord{}
+				if g.r.IntN(2) == 0 {
+					n := g.r.IntN(9)
+					w.P = &n
+				}
+				v.Set(reflect.ValueOf(w))
+			case 7:
+				v.Set(reflect.ValueOf(randImplZero{}))
+			case 8:
+				v.Set(reflect.ValueOf(randImplInt(g.r.IntN(100))))
+			default:
+				x := randImplPtrMarshaler{N: g.r.IntN(9)}
+				if g.r.IntN(2) == 0 {
+					v.Set(reflect.ValueOf(x))
+				} else {
+					v.Set(reflect.ValueOf(&x))
+				}
 			}
 			return
 		}
