@@ -75,9 +75,10 @@ func TestDirectEncoderAnyConcurrent(t *testing.T) {
 		C *[2]any
 		N int
 	}
-	// Each kind of value is planned while other goroutines write it:
-	// interfaces with methods (itabs seen first in parallel) and maps
-	// (their pooled buffers) too.
+	// Each kind of value is written while other goroutines write it:
+	// interfaces with methods (their itabs' entries, made in parallel
+	// when this test runs first in the process) and maps (their pooled
+	// buffers) too.
 	type d struct {
 		S []shape
 		M map[string]any
