@@ -482,13 +482,20 @@ come close to it where the work per message is small.
   causes it), whose count follows the timing of the hand-offs. Since
   bdedcf0 a hand-off leaves a buffer of 4 KiB, not 64 (grown when a read
   fills it), and the row is about 1,060 bytes per call, well below the
-  baseline's. The run above flags only HTTP/par64's conns, the number of
-  connections net/http's Transport opened for 64 callers (64 to 87 in
-  both runs), which counts no work of ours.
+  baseline's. The run above flags HTTP with one caller, 1.08-1.09× the
+  baseline's time and CPU time per call, and the socket's CPU time per
+  call over a Conn, 1.06×, on a machine slower for every peer in that
+  run (geth's HTTP calls/s 8,611 against 10,882 in the run before).
+  Measured against the last code before the session's changes (b66032a,
+  the bench module built against each, six interleaved rounds),
+  HTTP/seq/ours was 0.2% slower (76,115 to 76,250 ns per call, geth
+  128-134 µs beside it) and Socket/seq/ours-conn 11.6% faster: these
+  changes were to the direct encoder, which the HTTP and socket rows,
+  whose params are a struct and whose result an int, use as before.
 - **Round trip, one caller (≤ 1.5×F; at most 4 allocations per call).**
   Met in some runs and not in others (1.78×F, 1.30×F, 1.82×F, 1.40×F,
-  1.87×F, 1.53×F, 1.59×F, 1.75×F, 1.68×F, 1.43×F and 1.56×F in eleven
-  full runs). The
+  1.87×F, 1.53×F, 1.59×F, 1.75×F, 1.68×F, 1.43×F, 1.56×F and 1.49×F in
+  twelve full runs). The
   floor's client works as ours does: the caller writes its request, and
   a reading goroutine matches the answer to its call by id and hands it
   over through a channel; so the profile below, like the floor's, is
