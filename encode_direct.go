@@ -42,8 +42,6 @@ type encPlan struct {
 	// itabs) it held last, by their key.
 	itab   bool
 	recent [4]atomic.Pointer[ifaceEntry]
-	// asAny is the entry of typ for an empty interface holding it.
-	asAny ifaceEntry
 	// Struct: the fields encoding/json writes, in its order.
 	fields []encField
 	// Pointer, Slice, Array, Map: the plan of the element (a map's
@@ -212,9 +210,7 @@ func (p *encPlan) append(b []byte, ptr unsafe.Pointer, html bool, depth int) ([]
 		slot := &p.recent[uintptr(w[0])>>4&3]
 		e := slot.Load()
 		if e == nil || e.key != w[0] {
-			if e = p.ifaceEntryFor(w); e == nil {
-				return nil, false
-			}
+			e = p.ifaceEntryFor(w)
 			slot.Store(e)
 		}
 		if e.plan == nil {
@@ -310,11 +306,6 @@ func encPlanFor(t reflect.Type) *encPlan {
 	p := b.build(t)
 	if b.failed {
 		p = nil
-	} else {
-		// The type word of an interface holding t, for the entry.
-		z := reflect.New(t).Elem().Interface()
-		w := (*[2]unsafe.Pointer)(unsafe.Pointer(&z))[0]
-		p.asAny = ifaceEntry{key: w, word: w, plan: p}
 	}
 	stored, _ := encPlans.LoadOrStore(t, p)
 	return stored.(*encPlan)

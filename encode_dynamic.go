@@ -24,38 +24,38 @@ type ifaceEntry struct {
 	plan *encPlan
 }
 
-// itabs maps an itab (an unsafe.Pointer, which is never freed, and whose
-// dynamic type never changes) to its *ifaceEntry.
-var itabs sync.Map
+// ifaceEntries maps the first word of an interface that is not nil, a
+// type or an itab, to its *ifaceEntry. Both are unsafe.Pointers the
+// runtime never frees, and an itab's dynamic type never changes.
+var ifaceEntries sync.Map
 
 // ifaceEntryFor returns the entry of the first word of w, an interface of
-// p's type that is not nil; nil for an empty interface holding a type
-// without a plan.
+// p's type that is not nil.
 func (p *encPlan) ifaceEntryFor(w *[2]unsafe.Pointer) *ifaceEntry {
-	if !p.itab {
-		dp := encPlanFor(reflect.TypeOf(*(*any)(unsafe.Pointer(w))))
-		if dp == nil {
-			return nil
-		}
-		return &dp.asAny
-	}
-	if e, ok := itabs.Load(w[0]); ok {
+	if e, ok := ifaceEntries.Load(w[0]); ok {
 		return e.(*ifaceEntry)
 	}
-	return newItabEntry(p.typ, w[0], w[1])
+	return p.newIfaceEntry(w)
 }
 
-// newItabEntry makes the entry of tab by reflection, from an interface
-// of type t made of the two words; those escape to the heap here alone.
-func newItabEntry(t reflect.Type, tab, data unsafe.Pointer) *ifaceEntry {
-	words := [2]unsafe.Pointer{tab, data}
-	x := reflect.NewAt(t, unsafe.Pointer(&words)).Elem().Interface()
+// newIfaceEntry makes the entry of the first word of w: from the empty
+// interface w is, or, for an interface with methods, from the one that
+// reflection makes of a copy of its words (which escapes to the heap here
+// alone).
+func (p *encPlan) newIfaceEntry(w *[2]unsafe.Pointer) *ifaceEntry {
+	var x any
+	if p.itab {
+		words := *w
+		x = reflect.NewAt(p.typ, unsafe.Pointer(&words)).Elem().Interface()
+	} else {
+		x = *(*any)(unsafe.Pointer(w))
+	}
 	e := &ifaceEntry{
-		key:  tab,
+		key:  w[0],
 		word: (*[2]unsafe.Pointer)(unsafe.Pointer(&x))[0],
 		plan: encPlanFor(reflect.TypeOf(x)),
 	}
-	stored, _ := itabs.LoadOrStore(tab, e)
+	stored, _ := ifaceEntries.LoadOrStore(w[0], e)
 	return stored.(*ifaceEntry)
 }
 
