@@ -422,12 +422,17 @@ func TestListenerShutdownKeepsAnswers(t *testing.T) {
 	<-started
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(t.Context()) }()
-	time.Sleep(50 * time.Millisecond) // reading has stopped
-	late := make(chan error, 1)
-	go func() { late <- c.Call(t.Context(), "fast", nil, nil) }()
+	// Shutdown runs on its own goroutine: until it reaches the
+	// connection, a call there still runs. A late one is answered, not
+	// served, while the slow answer is still being made.
+	var late error
+	require.Eventually(t, func() bool {
+		late = c.Call(t.Context(), "fast", nil, nil)
+		return late != nil
+	}, waitTimeout, time.Millisecond, "Shutdown has reached the connection")
+	assert.ErrorIs(t, late, jsonrpc.ErrNotRun, "the late request is answered, not served")
 	require.NoError(t, <-slow, "the answer written before the close arrives whole")
 	assert.Len(t, got, len(big))
-	assert.ErrorIs(t, <-late, jsonrpc.ErrNotRun, "the late request is answered, not served")
 	require.NoError(t, <-shut)
 	assert.ErrorIs(t, <-errc, jsonrpc.ErrServerClosed)
 }
