@@ -25,17 +25,19 @@ import (
 func (c *conn) call(ctx context.Context, method string, params, result any, oc *outgoing) error {
 	var (
 		raw []byte
+		bp  *[]byte // the pooled buffer raw lies in, if any
 		id  int64
 		rc  *reqCtx
 	)
 	if oc == nil {
 		var err error
-		if raw, err = encodeParams(params); err != nil {
+		if raw, bp, err = encodeParamsBuf(params); err != nil {
 			return err
 		}
 		id = c.ids.n.Add(1)
 		if c.chain != nil {
-			return c.through(ctx, &outgoing{id: id, params: raw}, method, result)
+			// The chain may keep the params.
+			return c.through(ctx, &outgoing{id: id, params: ownParams(raw, bp)}, method, result)
 		}
 		rc = c.slotHolder(ctx)
 	} else {
@@ -53,6 +55,11 @@ func (c *conn) call(ctx context.Context, method string, params, result any, oc *
 		c.releaseReader(rc)
 	}
 	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+	if bp != nil {
+		// send has copied the params into the output, or failed:
+		// either way they are not read again.
+		releaseParams(bp, raw)
+	}
 	if err != nil {
 		if c.drop(id) {
 			return c.sendErr(ctx, err)
@@ -190,14 +197,18 @@ func (c *conn) notifyPeer(ctx context.Context, method string, params any, oc *ou
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var raw []byte
+	var (
+		raw []byte
+		bp  *[]byte // the pooled buffer raw lies in, if any
+	)
 	if oc == nil {
 		var err error
-		if raw, err = encodeParams(params); err != nil {
+		if raw, bp, err = encodeParamsBuf(params); err != nil {
 			return err
 		}
 		if c.chain != nil {
-			return (&outgoing{params: raw}).through(ctx, c.chain, method, nil)
+			// The chain may keep the params.
+			return (&outgoing{params: ownParams(raw, bp)}).through(ctx, c.chain, method, nil)
 		}
 	} else {
 		raw = oc.sendParams
@@ -206,6 +217,9 @@ func (c *conn) notifyPeer(ctx context.Context, method string, params any, oc *ou
 		return err
 	}
 	err := c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
+	if bp != nil {
+		releaseParams(bp, raw) // copied into the output, or never to be
+	}
 	if err != nil {
 		return c.sendErr(ctx, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -485,6 +486,79 @@ func TestClientNotify(t *testing.T) {
 		assert.Error(t, c.Notify(t.Context(), "note", 5), "params must be an object or array")
 		assertNone(t, notes, "a refused notification")
 	})
+}
+
+// TestClientConcurrentNotify sends notifications with typed params, which
+// the direct encoder writes in pooled buffers, from many goroutines at
+// once, directly and through an interceptor: each must arrive with its own
+// params, whatever the other goroutines write meanwhile.
+func TestClientConcurrentNotify(t *testing.T) {
+	for _, intercepted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("intercepted=%v", intercepted), func(t *testing.T) {
+			checkLeaks(t)
+			type note struct {
+				G, I int
+				Pad  string
+			}
+			const goroutines, notes = 16, 50
+			got := make(chan string, goroutines*notes)
+			mux := new(jsonrpc.Mux)
+			mux.HandleFunc("note", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+				got <- string(req.Params)
+				return nil, nil
+			})
+			var opts jsonrpc.Options
+			var keptMu sync.Mutex
+			var kept []json.RawMessage // the params as the interceptor saw them, not copied
+			if intercepted {
+				opts.Interceptors = []jsonrpc.Interceptor{func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+					return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+						keptMu.Lock()
+						kept = append(kept, req.Params)
+						keptMu.Unlock()
+						return next(ctx, req)
+					}
+				}}
+			}
+			c := newPairOpts(t, mux, &opts)
+			want := make(map[string]bool)
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				for i := range notes {
+					// Sizes that differ, so that a buffer reused too
+					// early shows.
+					p := note{G: g, I: i, Pad: strings.Repeat("x", (g*7+i*13)%200)}
+					b, err := json.Marshal(p)
+					require.NoError(t, err)
+					want[string(b)] = true
+				}
+				wg.Go(func() {
+					for i := range notes {
+						p := note{G: g, I: i, Pad: strings.Repeat("x", (g*7+i*13)%200)}
+						assert.NoError(t, c.Notify(t.Context(), "note", p))
+					}
+				})
+			}
+			wg.Wait()
+			sent := maps.Clone(want)
+			for range goroutines * notes {
+				params := recv(t, got, "a notification at the server")
+				assert.True(t, want[params], "params sent by no one: %s", params)
+				delete(want, params)
+			}
+			assert.Empty(t, want, "notifications that did not arrive")
+			// An interceptor may keep the params it was given: they are
+			// its own, not overwritten by later sends.
+			keptMu.Lock()
+			defer keptMu.Unlock()
+			for _, params := range kept {
+				assert.True(t, sent[string(params)], "kept params changed: %s", params)
+			}
+			if intercepted {
+				assert.Len(t, kept, goroutines*notes)
+			}
+		})
+	}
 }
 
 func TestClientBatch(t *testing.T) {

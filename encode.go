@@ -178,31 +178,51 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 // encoding/json writes is scanned by validParams, for the UTF-8 of what a
 // Marshaler returned, which encoding/json does not check.
 func encodeParams(params any) ([]byte, error) {
+	raw, bp, err := encodeParamsBuf(params)
+	return ownParams(raw, bp), err
+}
+
+// ownParams returns raw, from encodeParamsBuf, in a slice of its own:
+// copied out of the pooled buffer bp, which it gives back, or as it is
+// when bp is nil.
+func ownParams(raw []byte, bp *[]byte) []byte {
+	if bp == nil {
+		return raw
+	}
+	owned := bytes.Clone(raw)
+	releaseParams(bp, raw)
+	return owned
+}
+
+// encodeParamsBuf is encodeParams, but for params that the direct
+// encoder writes, which it leaves in a pooled buffer: bp is non-nil then,
+// and the caller gives it back with releaseParams(bp, raw) once raw has
+// been copied into the message, or lets the collector have it.
+func encodeParamsBuf(params any) (raw []byte, bp *[]byte, err error) {
 	raw, isRaw := params.(json.RawMessage)
 	if params == nil || isRaw && raw == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var err error
 	if isRaw {
 		raw, err = encodeRaw(raw)
-	} else if direct, ok := encodeParamsDirect(params); ok {
-		return direct, nil // nil for null
+	} else if direct, bp, ok := encodeParamsPooled(params); ok {
+		return direct, bp, nil // nil for null
 	} else {
 		raw, err = encodeValue(params)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	i := skipSpace(raw, 0) // a json.RawMessage may hold spaces
 	switch {
 	case i < len(raw) && raw[i] == 'n':
-		return nil, nil // null: the only valid JSON that starts so
+		return nil, nil, nil // null: the only valid JSON that starts so
 	case isRaw && i < len(raw) && (raw[i] == '{' || raw[i] == '['):
-		return raw, nil // valid JSON, checked by encodeRaw
+		return raw, nil, nil // valid JSON, checked by encodeRaw
 	case !isRaw && validParams(raw):
-		return raw, nil
+		return raw, nil, nil
 	}
-	return nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
+	return nil, nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
 }
 
 // checkRawParams returns an Invalid params error if raw, params given as

@@ -17,7 +17,6 @@ package jsonrpc
 // (encode_dynamic.go).
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -72,7 +71,7 @@ type encField struct {
 const maxEncDepth = 200
 
 var (
-	paramBufs  sync.Pool               // of *[]byte, for encodeParamsDirect
+	paramBufs  sync.Pool               // of *[]byte, for encodeParamsPooled
 	encPlans   sync.Map                // reflect.Type → *encPlan, nil where there is none
 	lastEnc    atomic.Pointer[encPlan] // the plan used last, tried first
 	numberType = reflect.TypeFor[json.Number]()
@@ -116,33 +115,40 @@ func (p *encPlan) appendBoxed(b []byte, v any, html bool, depth int) ([]byte, bo
 	return p.append(b, data, html, depth)
 }
 
-// encodeParamsDirect is encodeDirect for a call's params: the object or
-// array in a slice of its own, or nil for null (a nil pointer or slice).
-func encodeParamsDirect(v any) ([]byte, bool) {
-	// Written in a pooled buffer, then copied, the JSON costs one
-	// allocation of its own size, as json.Marshal's does.
-	bp, _ := paramBufs.Get().(*[]byte)
+// encodeParamsPooled is encodeDirect for a call's params: the object or
+// array, or nil for null (a nil pointer or slice). The params, when there
+// are any, lie in the pooled buffer *bp, which the caller gives back with
+// releaseParams once it is done with them (a caller that keeps them
+// copies them first: one allocation of their size, as json.Marshal's). bp
+// is nil when there are no params or when ok is false.
+func encodeParamsPooled(v any) (params []byte, bp *[]byte, ok bool) {
+	bp, _ = paramBufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
 	b, ok := encodeDirect((*bp)[:0], v, true)
-	var out []byte
 	switch {
 	case !ok:
 	case b[0] == 'n':
 		// null: no params
 	case b[0] == '{' || b[0] == '[':
-		out = bytes.Clone(b)
+		return b, bp, true
 	default:
 		ok = false // a pointer to a scalar: encodeParams says it is invalid
 	}
+	releaseParams(bp, b)
+	return nil, nil, ok
+}
+
+// releaseParams gives back to the pool the buffer bp of params written
+// by encodeParamsPooled, b, which must not be used after.
+func releaseParams(bp *[]byte, b []byte) {
 	if b != nil { // nil when a plan gave up, which drops what it wrote
 		*bp = b[:0]
 	}
 	if cap(*bp) <= 64<<10 {
 		paramBufs.Put(bp)
 	}
-	return out, ok
 }
 
 // append appends the JSON of the value of p's type at ptr, and reports

@@ -339,9 +339,10 @@ func TestDirectEncoder(t *testing.T) {
 	}
 
 	var nilPtr *flatAll
-	got, ok := encodeParamsDirect(nilPtr)
+	got, bp, ok := encodeParamsPooled(nilPtr)
 	assert.True(t, ok)
 	assert.Nil(t, got, "a nil pointer encodes as null: no params")
+	assert.Nil(t, bp, "no params, no buffer to give back")
 
 	leaves := []any{
 		flatQuoted{N: 1}, flatOmitZero{N: 1}, flatEmbeddedPtr{A: 1},
