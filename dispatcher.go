@@ -374,7 +374,12 @@ func describeDecodeError(err error, p any) string {
 		if te.Field != "" {
 			return "field \"" + te.Field + "\" must be " + want + ", not a JSON " + te.Value
 		}
-		return "want " + describeType(reflect.TypeOf(p).Elem()) + ", not a JSON " + te.Value
+		t := reflect.TypeOf(p).Elem()
+		if te.Type != t {
+			// Inside array params: one element, not the whole.
+			return "an element must be " + want + ", not a JSON " + te.Value
+		}
+		return "want " + describeType(t) + ", not a JSON " + te.Value
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

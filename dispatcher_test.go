@@ -176,16 +176,17 @@ func TestFuncDecodeError(t *testing.T) {
 		h        jsonrpc.Handler
 		params   string
 		mentions []string // the message says what was wrong
+		blames   string   // what it must not say instead, if anything
 	}{
-		{"array into struct", structH, `[1,2]`, []string{"object", "array"}},
-		{"wrong field type", structH, `{"x":"one"}`, []string{`"x"`, "int", "string"}},
-		{"wrong nested type", structH, `{"label":5}`, []string{`"label"`, "string", "number"}},
-		{"object into slice", sliceH, `{"a":1}`, []string{"array", "object"}},
-		{"wrong element type", sliceH, `[1,"two"]`, []string{"int", "string"}},
-		{"object into array", arrayH, `{"a":1}`, []string{"array", "object"}},
-		{"fraction into int", arrayH, `[1.5,2]`, []string{"int", "number"}},
-		{"own UnmarshalJSON", pairH, `[1]`, []string{"want [minuend, subtrahend]"}},
-		{"array into scalar", scalarH, `[1]`, []string{"int", "array"}},
+		{"array into struct", structH, `[1,2]`, []string{"object", "array"}, ""},
+		{"wrong field type", structH, `{"x":"one"}`, []string{`"x"`, "int", "string"}, ""},
+		{"wrong nested type", structH, `{"label":5}`, []string{`"label"`, "string", "number"}, ""},
+		{"object into slice", sliceH, `{"a":1}`, []string{"array", "object"}, ""},
+		{"wrong element type", sliceH, `[1,"two"]`, []string{"element", "int", "string"}, "want an array"},
+		{"object into array", arrayH, `{"a":1}`, []string{"array", "object"}, ""},
+		{"fraction into int", arrayH, `[1.5,2]`, []string{"element", "int", "number 1.5"}, "want an array"},
+		{"own UnmarshalJSON", pairH, `[1]`, []string{"want [minuend, subtrahend]"}, ""},
+		{"array into scalar", scalarH, `[1]`, []string{"int", "array"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +196,9 @@ func TestFuncDecodeError(t *testing.T) {
 			require.ErrorAs(t, err, &e)
 			for _, m := range tc.mentions {
 				assert.Contains(t, e.Message, m)
+			}
+			if tc.blames != "" {
+				assert.NotContains(t, e.Message, tc.blames, "the params as a whole are not what was wrong")
 			}
 			assert.NotContains(t, e.Message, "json: ", "the message is for the peer, not a Go error dump")
 
