@@ -13,7 +13,8 @@ import (
 	"sync/atomic"
 )
 
-// A BatchCall is one entry of a [Conn.Batch].
+// A BatchCall is one entry of a batch, sent by the Batch method of a
+// [Caller] ([Conn.Batch], [HTTPClient.Batch], ...).
 type BatchCall struct {
 	// Method and Params are the call's method and params, as for
 	// [Conn.Call].

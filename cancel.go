@@ -72,6 +72,7 @@ type CancelError struct {
 	Params json.RawMessage
 }
 
+// Error says which request the peer cancelled, and why if it said.
 func (e *CancelError) Error() string {
 	msg := "jsonrpc: request " + e.ID.String() + " cancelled by the peer"
 	if r := e.Reason(); r != "" {

@@ -11,10 +11,10 @@ import (
 	"time"
 )
 
-// A Caller calls methods on a JSON-RPC peer. [Conn], [HTTPClient] and
-// [InProcess] are Callers, and so is the connection of a handler's own
-// request ([Peer]), so that code and its tests can call through any of
-// them. Every Caller is safe for concurrent use.
+// A Caller calls methods on a JSON-RPC peer. [Conn], [Process],
+// [Redialer], [HTTPClient] and [InProcess] are Callers, and so is the
+// connection of a handler's own request ([Peer]), so that code and its
+// tests can call through any of them. Every Caller is safe for concurrent use.
 type Caller interface {
 	// Call calls method with params and decodes the result into result,
 	// which may be nil to drop it. params must encode as a JSON object or

@@ -34,16 +34,15 @@ type Framing interface {
 }
 
 // A MessageReader reads whole messages from a stream.
-//
-// ReadMessage returns the next message, without its framing; the slice is
-// valid until the next call. For a message over the reader's limit, it
-// returns an error wrapping [ErrMessageTooLarge], and for a message whose
-// framing is damaged one wrapping [ErrBadHeader] (or any error wrapping
-// either, for a framing of one's own); in both cases only that message is
-// lost, and the next call goes on with the one after it. At a clean end
-// of the input it returns io.EOF, and io.ErrUnexpectedEOF when the input
-// ends inside a message. Any other error ends reading.
 type MessageReader interface {
+	// ReadMessage returns the next message, without its framing; the slice is
+	// valid until the next call. For a message over the reader's limit, it
+	// returns an error wrapping [ErrMessageTooLarge], and for a message whose
+	// framing is damaged one wrapping [ErrBadHeader] (or any error wrapping
+	// either, for a framing of one's own); in both cases only that message is
+	// lost, and the next call goes on with the one after it. At a clean end
+	// of the input it returns io.EOF, and io.ErrUnexpectedEOF when the input
+	// ends inside a message. Any other error ends reading.
 	ReadMessage() ([]byte, error)
 }
 

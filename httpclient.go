@@ -111,6 +111,7 @@ type HTTPError struct {
 	Body       []byte // the start of the response body, at most 512 bytes
 }
 
+// Error gives the response's status.
 func (e *HTTPError) Error() string {
 	return "jsonrpc: HTTP " + e.Status
 }

@@ -26,10 +26,11 @@ type SendFunc func(ctx context.Context, req *Request) (json.RawMessage, error)
 // middleware given to [Mux.Use] wraps handlers: it returns a SendFunc that
 // does its work around next, such as timing the call, counting it, adding
 // a header or a deadline, or answering it itself. Interceptors are given in
-// the Interceptors field of [Options] and [HTTPClient], the first the
-// outermost. Each is called once when a chain is built (when a connection
-// is made, or at an HTTPClient's first call), and the SendFunc it returns
-// serves every call of that connection, concurrently.
+// the Interceptors field of [Options], [HTTPClient] and [InProcess], the
+// first the outermost. Each is called once when a chain is built (when a
+// connection is made, or at an HTTPClient's or InProcess's first call),
+// and the SendFunc it returns serves every call of that connection,
+// concurrently.
 //
 // Every Call, Notify, entry of a Batch and Stream passes through the chain
 // once, as do the calls that the handlers of a Conn or a Server make

@@ -74,8 +74,8 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 	return s.Serve(ctx, r, w)
 }
 
-// Serve reads newline-delimited requests from r and writes the responses
-// to w, one per line, until r ends.
+// Serve reads requests from r and writes the responses to w, one message
+// per line (or as [Options.Framing] frames them), until r ends.
 //
 // Requests run concurrently, up to MaxInFlight at a time, so responses may
 // come in any order; every request is answered exactly once and no
