@@ -371,10 +371,15 @@ func describeDecodeError(err error, p any) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		want := te.Type.String()
+		t := reflect.TypeOf(p).Elem()
+		if te.Field != "" && (t.Kind() == reflect.Array || t.Kind() == reflect.Slice) && strings.Trim(te.Field, "0123456789.") == "" {
+			// encoding/json on v2 (GOEXPERIMENT=jsonv2) names an
+			// element of array params by its index, as a field.
+			te.Field = ""
+		}
 		if te.Field != "" {
 			return "field \"" + te.Field + "\" must be " + want + ", not a JSON " + te.Value
 		}
-		t := reflect.TypeOf(p).Elem()
 		if te.Type != t {
 			// Inside array params: one element, not the whole.
 			return "an element must be " + want + ", not a JSON " + te.Value

@@ -1,3 +1,7 @@
+//go:build !goexperiment.jsonv2
+
+// The direct encoder is off under GOEXPERIMENT=jsonv2 (jsonv2_off.go).
+
 package jsonrpc
 
 import (

@@ -84,6 +84,9 @@ var (
 // json.Marshal does and a json.Encoder told SetEscapeHTML(false) does
 // not. The JSON is appended to b.
 func encodeDirect(b []byte, v any, html bool) ([]byte, bool) {
+	if jsonV2 {
+		return nil, false // see jsonv2_off.go
+	}
 	t := reflect.TypeOf(v)
 	p := lastEnc.Load()
 	if p == nil || p.typ != t {
@@ -504,6 +507,9 @@ func appendMarshaledString(b []byte, s string, html bool) []byte {
 			switch {
 			case r == utf8.RuneError && size == 1:
 				esc = `\ufffd`
+				if jsonV2 {
+					esc = string(utf8.RuneError) // see jsonv2_off.go
+				}
 			case r == '\u2028':
 				esc, n = `\u2028`, size
 			case r == '\u2029':

@@ -1,3 +1,7 @@
+//go:build !goexperiment.jsonv2
+
+// The direct encoder is off under GOEXPERIMENT=jsonv2 (jsonv2_off.go).
+
 package jsonrpc
 
 import (
@@ -435,12 +439,6 @@ func (selfMarshalingMap) MarshalJSON() ([]byte, error) { return []byte(`"self"`)
 type withMapOmit struct {
 	M map[string]int `json:"m,omitempty"`
 	N int
-}
-
-// flatSub is a struct of two ints, as a typical call passes.
-type flatSub struct {
-	Minuend    int `json:"minuend"`
-	Subtrahend int `json:"subtrahend"`
 }
 
 // TestDirectEncoderTypesInTurn checks that the plan used last, which is

@@ -1,3 +1,7 @@
+//go:build !goexperiment.jsonv2
+
+// The direct encoder is off under GOEXPERIMENT=jsonv2 (jsonv2_off.go).
+
 package jsonrpc
 
 // This file throws random types at the direct encoder: structs built by
@@ -441,18 +445,6 @@ func inWord(t reflect.Type) bool {
 		}
 	}
 	return false
-}
-
-// encodingJSON is v as a json.Encoder writes it, with or without HTML
-// escapes, without the newline.
-func encodingJSON(v any, html bool) (string, error) {
-	var out bytes.Buffer
-	e := json.NewEncoder(&out)
-	e.SetEscapeHTML(html)
-	if err := e.Encode(v); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(out.String(), "\n"), nil
 }
 
 // checkWrittenAsEncodingJSON holds each way v is written to

@@ -131,6 +131,12 @@ func TestJSONFieldsMatchEncodingJSON(t *testing.T) {
 	for _, t := range []reflect.Type{twoTagged, twice} {
 		values = append(values, reflect.New(t).Elem().Interface())
 	}
+	if jsonV2 {
+		// encoding/json on v2 drops the fields whose tags hold a quote
+		// or a backslash, where the default one names them as in Go:
+		// jsonFields follows the default.
+		values = values[1:]
+	}
 	for _, v := range values {
 		t.Run(reflect.TypeOf(v).String(), func(t *testing.T) {
 			var want []string
