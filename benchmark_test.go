@@ -34,6 +34,13 @@ func benchMux() *jsonrpc.Mux {
 	mux.Handle("subtract", jsonrpc.Func(func(_ context.Context, p sub) (int, error) {
 		return p.Minuend - p.Subtrahend, nil
 	}))
+	type location struct {
+		URI  string `json:"uri"`
+		Line int    `json:"line"`
+	}
+	mux.Handle("locate", jsonrpc.Func(func(_ context.Context, p sub) (location, error) {
+		return location{URI: "file:///src/main.go", Line: p.Minuend - p.Subtrahend}, nil
+	}))
 	return mux
 }
 
@@ -70,6 +77,9 @@ func BenchmarkServe(b *testing.B) {
 		{"W1echo", 1, 10000, echoLine, false},
 		{"W1echoRaw", 1, 10000, echoRawLine, false},
 		{"W2typed", 1, 10000, typedLine, false},
+		{"W2structResult", 1, 10000, func(i int) string {
+			return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"locate","params":{"minuend":` + strconv.Itoa(i) + `,"subtrahend":3}}`
+		}, false},
 		{"W3batch", 10, 1000, func(i int) string {
 			parts := make([]string, 10)
 			for k := range parts {

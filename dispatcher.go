@@ -180,8 +180,12 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // decoded without encoding/json, straight from the input the connection
 // has checked, to the same value; anything else, and any params that
 // would be refused, go through encoding/json, so the errors are its own.
+// Results are written as encoding/json writes them; served on a
+// connection, those of the common shapes (numbers, bools, and the
+// structs, slices, arrays, maps and pointers the direct encoder takes)
+// without encoding/json and without boxing R in an interface.
 func Func[P, R any](fn func(ctx context.Context, params P) (R, error), opts ...ParamsOption) Handler {
-	return &funcHandler[P, R]{fn: fn, rules: rulesFor(reflect.TypeFor[P](), opts)}
+	return &funcHandler[P, R]{fn: fn, rules: rulesFor(reflect.TypeFor[P](), opts), result: resultPlan(reflect.TypeFor[R]())}
 }
 
 // funcHandler is the Handler that Func returns.
@@ -189,6 +193,7 @@ type funcHandler[P, R any] struct {
 	fn       func(ctx context.Context, params P) (R, error)
 	rules    nameRules
 	decoders paramDecoders
+	result   *encPlan // the direct encoder's plan for R, if it has one (see serveTo)
 }
 
 func (h *funcHandler[P, R]) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
@@ -200,24 +205,36 @@ func (h *funcHandler[P, R]) ServeJSONRPC(ctx context.Context, req *Request) (any
 }
 
 // serveTo is ServeJSONRPC for a server: a result that appendScalar
-// encodes is appended to b, where it is not boxed in an interface; any
-// other comes back as v. The server passes req as it read it, so its
-// params, if any, are a JSON object or array that the scanner validated.
-func (h *funcHandler[P, R]) serveTo(ctx context.Context, req *Request, b []byte) (encoded []byte, v any, err error) {
+// encodes is appended to b, and one that the direct encoder's plan for R
+// writes, to the buffer of an encoder from es, returned as enc for the
+// caller to give back once the bytes are written; neither is boxed in an
+// interface. Any other comes back as v. The server passes req as it read
+// it, so its params, if any, are a JSON object or array that the scanner
+// validated.
+func (h *funcHandler[P, R]) serveTo(ctx context.Context, req *Request, b []byte, es *encoders) (encoded []byte, enc *encoder, v any, err error) {
 	r, err := h.call(ctx, req, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if encoded, ok := appendScalar(b, r); ok {
-		return encoded, nil, nil
+		return encoded, nil, nil, nil
 	}
-	return nil, r, nil
+	if h.result != nil {
+		// r stays on this stack: the plan reads what it points to.
+		e := es.get()
+		if out, ok := h.result.append(e.scalar[:0], unsafe.Pointer(&r), false, 0); ok {
+			e.scalar = out
+			return out, e, nil, nil
+		}
+		es.put(e) // the plan gave up (a NaN, ...): encoding/json says why
+	}
+	return nil, nil, r, nil
 }
 
 // A typedHandler is a handler made by Func, which a server calls through
 // serveTo rather than ServeJSONRPC.
 type typedHandler interface {
-	serveTo(ctx context.Context, req *Request, b []byte) (encoded []byte, v any, err error)
+	serveTo(ctx context.Context, req *Request, b []byte, es *encoders) (encoded []byte, enc *encoder, v any, err error)
 }
 
 // call decodes the params of req and calls fn; valid says that they are

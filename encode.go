@@ -41,12 +41,7 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 	case bool, int, int64, int32, uint, uint64, uint32, float64, float32:
 		scalar = true
 	}
-	e, _ := es.pool.Get().(*encoder)
-	if e == nil {
-		e = new(encoder)
-		e.enc = json.NewEncoder(&e.buf)
-		e.enc.SetEscapeHTML(false)
-	}
+	e := es.get()
 	if scalar {
 		// Boxed by a HandlerFunc (or by middleware around a Func), it is
 		// written as Func writes it, without reflection; NaN and the
@@ -67,6 +62,17 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 		return nil, nil, err
 	}
 	return bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), e, nil
+}
+
+// get returns a pooled encoder, or a new one.
+func (es *encoders) get() *encoder {
+	e, _ := es.pool.Get().(*encoder)
+	if e == nil {
+		e = new(encoder)
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	return e
 }
 
 func (es *encoders) put(e *encoder) {

@@ -79,6 +79,20 @@ var (
 	textMar    = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
+// resultPlan returns the plan that writes a Func's result of type t, or
+// nil where encodeDirect would take none: t is not a struct, pointer,
+// slice, array or map, or has no plan.
+func resultPlan(t reflect.Type) *encPlan {
+	if jsonV2 {
+		return nil // see jsonv2_off.go
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return encPlanFor(t)
+	}
+	return nil
+}
+
 // encodeDirect encodes v as json.Marshal would when a plan can write it,
 // and reports whether it did: html escapes <, > and & in strings, as
 // json.Marshal does and a json.Encoder told SetEscapeHTML(false) does

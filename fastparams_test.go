@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -445,10 +447,11 @@ func TestFuncParamsOnStack(t *testing.T) {
 	req := &Request{Params: json.RawMessage(`{"minuend":42,"subtrahend":3}`)}
 	buf := make([]byte, 0, 64)
 	var out []byte
+	es := new(encoders)
 	allocs := testing.AllocsPerRun(100, func() {
 		var v any
 		var err error
-		out, v, err = h.serveTo(context.Background(), req, buf[:0])
+		out, _, v, err = h.serveTo(context.Background(), req, buf[:0], es)
 		if err != nil || v != nil {
 			t.Fatalf("serveTo: %v, %v", v, err)
 		}
@@ -456,6 +459,59 @@ func TestFuncParamsOnStack(t *testing.T) {
 	if allocs != 0 || string(out) != "39" {
 		t.Errorf("answered %s with %v allocations; want 39 with none", out, allocs)
 	}
+}
+
+// TestFuncResultUnboxed checks that a Func's result of a type the direct
+// encoder has a plan for is written by it from the handler's stack, into
+// a pooled encoder's buffer, without an allocation (boxed in an interface
+// for the encoders, a struct cost one a call), as encoding/json writes
+// it; and that a result the plan gives up on still reaches encoding/json.
+func TestFuncResultUnboxed(t *testing.T) {
+	if jsonV2 {
+		t.Skip("the direct encoder is off under GOEXPERIMENT=jsonv2 (jsonv2_off.go)")
+	}
+	type location struct {
+		URI   string `json:"uri"`
+		Line  int    `json:"line"`
+		Score float64
+	}
+	es := new(encoders)
+	check := func(h typedHandler, want any, allocFree bool) {
+		t.Helper()
+		req := &Request{Params: json.RawMessage(`[1]`)}
+		var out []byte
+		var enc *encoder
+		var v any
+		var err error
+		allocs := testing.AllocsPerRun(100, func() {
+			if enc != nil {
+				es.put(enc)
+			}
+			out, enc, v, err = h.serveTo(context.Background(), req, nil, es)
+		})
+		require.NoError(t, err)
+		if v != nil {
+			out, _, err = es.encode(v) // as the server would
+			require.NoError(t, err)
+		}
+		wantJSON, err := encodingJSON(want, false)
+		require.NoError(t, err)
+		assert.Equal(t, wantJSON, string(out))
+		if allocFree && !raceBuild {
+			assert.Zero(t, allocs, "allocations per call")
+			assert.NotNil(t, enc, "the encoder that holds the result, to give back")
+		}
+	}
+	loc := location{URI: "file:///a<b>.go", Line: 7, Score: 0.5}
+	check(Func(func(context.Context, [1]int) (location, error) { return loc, nil }).(typedHandler), loc, true)
+	locs := [2]location{loc, {URI: "x"}}
+	check(Func(func(context.Context, [1]int) ([2]location, error) { return locs, nil }).(typedHandler), locs, true)
+	// A NaN the plan gives up on: encoding/json's error, as before.
+	nan := location{Score: math.NaN()}
+	_, _, v, err := Func(func(context.Context, [1]int) (location, error) { return nan, nil }).(typedHandler).serveTo(context.Background(), &Request{Params: json.RawMessage(`[1]`)}, nil, es)
+	require.NoError(t, err)
+	_, _, err = es.encode(v)
+	assert.Error(t, err, "a NaN result")
 }
 
 // TestFuncStackParamsNested calls Funcs whose params hold slices, maps,
@@ -490,7 +546,7 @@ func checkStackParams[P any](t *testing.T, params string, n func(P) int) {
 	req := &Request{Params: json.RawMessage(params)}
 	for range 3 {
 		runtime.GC()
-		out, v, err := h.serveTo(context.Background(), req, nil)
+		out, _, v, err := h.serveTo(context.Background(), req, nil, new(encoders))
 		if err != nil || v != nil || string(out) != strconv.Itoa(n(want)) {
 			t.Fatalf("%.60s: answered %s, %v, %v; want %d", params, out, v, err, n(want))
 		}

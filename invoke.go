@@ -68,7 +68,7 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 		raw, err = f(rc, &t.req)
 	} else {
 		if th, ok := h.(typedHandler); ok {
-			encoded, v, err = th.serveTo(rc, &t.req, t.scratch[:0])
+			encoded, t.enc, v, err = th.serveTo(rc, &t.req, t.scratch[:0], c.encoders)
 		} else {
 			v, err = h.ServeJSONRPC(rc, &t.req)
 		}
