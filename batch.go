@@ -358,8 +358,10 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 // dropBatch forgets the calls among the first n entries of b.
 func (c *conn) dropBatch(b *outBatch, n int) {
 	for i := range n {
-		if !b.calls[i].Notify {
-			c.drop(b.id(i))
+		if !b.calls[i].Notify && !c.drop(b.id(i)) {
+			// failCalls took it first: it is done with the entry once
+			// it says so, and the batch may set its error after.
+			<-b.entries[i].p.done
 		}
 	}
 }

@@ -749,3 +749,54 @@ func TestClientHardeningStreamBuffer(t *testing.T) {
 		assert.False(t, recv(t, ended, "the producer to end"), "the producer was cancelled")
 	})
 }
+
+// writesThenFails accepts its first n writes and fails every one after.
+type writesThenFails struct{ n atomic.Int32 }
+
+func (w *writesThenFails) Write(p []byte) (int, error) {
+	if w.n.Add(-1) < 0 {
+		return 0, errors.New("the write failed (test)")
+	}
+	return len(p), nil
+}
+
+// TestClientHardeningBatchWhileWriterFails sends batches from several
+// goroutines while a failing write ends the connection: a batch whose
+// entries the end of the connection has failed already must not write
+// their errors while that is still under way (the race detector saw it),
+// and every call of a batch that failed has an error.
+func TestClientHardeningBatchWhileWriterFails(t *testing.T) {
+	checkLeaks(t)
+	rounds := 60
+	if raceEnabled {
+		rounds = 30
+	}
+	for round := range rounds {
+		pr, pw := io.Pipe()
+		w := new(writesThenFails)
+		w.n.Store(int32(round % 3))
+		c := jsonrpc.NewConn(pr, w, nil)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 10 {
+					calls := []*jsonrpc.BatchCall{{Method: "a"}, {Method: "b", Notify: true}, {Method: "c"}}
+					ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+					err := c.Batch(ctx, calls...)
+					cancel()
+					if err == nil {
+						continue
+					}
+					for _, bc := range calls {
+						if !bc.Notify {
+							assert.Error(t, bc.Err, "a call of a batch that failed")
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		_ = pw.Close()
+		_ = c.Close()
+	}
+}
