@@ -540,3 +540,48 @@ func TestEncodeParams(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseErrorObject reads the "error" of responses by the
+// envelope's rules: exact member names, none given twice, an integer
+// code and a string message; data as it is. encoding/json, which read it
+// before, took "Code" or "CODE" for "code" and kept the last of two.
+func TestResponseErrorObject(t *testing.T) {
+	tests := []struct {
+		obj     string
+		code    Code
+		message string
+		data    string // "" for none
+		invalid bool
+	}{
+		{obj: `{"code":-32000,"message":"ran"}`, code: -32000, message: "ran"},
+		{obj: `{"code":-32000,"message":"ran","Code":-32091}`, code: -32000, message: "ran"},
+		{obj: `{"CODE":-32091,"message":"ran"}`, invalid: true},
+		{obj: `{"code":-32000,"code":-32091,"message":"ran"}`, invalid: true},
+		{obj: `{"code":1,"message":"a","other":1,"other":2}`, invalid: true},
+		{obj: ` { "\u0063ode" : -32001 , "message" : "esc\"aped\u00e9" , "data" : {"a":[1]} } `, code: -32001, message: "esc\"apedé", data: `{"a":[1]}`},
+		{obj: `{"code":1,"message":"","data":null}`, code: 1, data: "null"},
+		{obj: `{"code":1.0,"message":"x"}`, invalid: true},
+		{obj: `{"code":9223372036854775808,"message":"x"}`, invalid: true},
+		{obj: `{"code":"1","message":"x"}`, invalid: true},
+		{obj: `{"code":1,"message":null}`, invalid: true},
+		{obj: `{"message":"x"}`, invalid: true},
+		{obj: `{}`, invalid: true},
+		{obj: `[1]`, invalid: true},
+	}
+	for _, tc := range tests {
+		var e envelope
+		line := []byte(`{"jsonrpc":"2.0","id":1,"error":` + tc.obj + `}`)
+		kind, _ := scanLine(line, &e, nil, 10)
+		require.Equal(t, lineObject, kind, tc.obj)
+		r, why := e.response()
+		if tc.invalid {
+			assert.NotEmpty(t, why, "%s: taken as %+v", tc.obj, r.Error)
+			continue
+		}
+		require.Empty(t, why, tc.obj)
+		require.NotNil(t, r.Error, tc.obj)
+		assert.Equal(t, tc.code, r.Error.Code, tc.obj)
+		assert.Equal(t, tc.message, r.Error.Message, tc.obj)
+		assert.Equal(t, tc.data, string(r.Error.Data), tc.obj)
+	}
+}

@@ -199,19 +199,74 @@ func (e *envelope) response() (Response, string) {
 	case e.result != nil:
 		return Response{Result: e.result}, ""
 	}
-	var we struct {
-		Code    *int64          `json:"code"`
-		Message *string         `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	}
-	if e.err[0] != '{' || json.Unmarshal(e.err, &we) != nil || we.Code == nil || we.Message == nil {
-		return Response{}, `"error" must be an object with an integer "code" and a string "message"`
-	}
-	werr := &Error{Code: Code(*we.Code), Message: *we.Message}
-	if we.Data != nil {
-		werr.Data = append(json.RawMessage(nil), we.Data...)
+	werr, why := errorObject(e.err)
+	if why != "" {
+		return Response{}, why
 	}
 	return Response{Error: werr}, ""
+}
+
+// errorObject reads the "error" member of a response, which the scanner
+// has validated as JSON, by the rules the envelope is read by: member
+// names match exactly ("Code" is not "code", as encoding/json would have
+// it), and a name given twice is refused (encoding/json would keep the
+// last), so that whatever else reads the response sees the same code. What
+// "data" holds is the caller's to read, as it is.
+func errorObject(obj []byte) (*Error, string) {
+	const malformed = `"error" must be an object with an integer "code" and a string "message"`
+	if len(obj) == 0 || obj[0] != '{' {
+		return nil, malformed
+	}
+	var code, message, data []byte
+	var names envelope // for its check of names given twice
+	i := skipSpace(obj, 1)
+	for i < len(obj) && obj[i] == '"' {
+		kend, escaped, ok := scanString(obj, i)
+		if !ok {
+			return nil, malformed
+		}
+		name := obj[i+1 : kend-1]
+		if escaped {
+			name = unescapeKey(obj[i:kend])
+		}
+		if names.other(name); names.dup {
+			return nil, `"error" gives a member more than once`
+		}
+		i = skipSpace(obj, kend)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, malformed
+		}
+		start := skipSpace(obj, i+1)
+		end, ok := scanValue(obj, start)
+		if !ok {
+			return nil, malformed
+		}
+		switch string(name) {
+		case "code":
+			code = obj[start:end]
+		case "message":
+			message = obj[start:end]
+		case "data":
+			data = obj[start:end]
+		}
+		if i = skipSpace(obj, end); i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	n, err := strconv.ParseInt(string(code), 10, 64)
+	if err != nil || len(message) < 2 || message[0] != '"' {
+		return nil, malformed
+	}
+	werr := &Error{Code: Code(n)}
+	if bytes.IndexByte(message, '\\') < 0 {
+		werr.Message = string(message[1 : len(message)-1])
+	} else if json.Unmarshal(message, &werr.Message) != nil {
+		return nil, malformed
+	}
+	if data != nil {
+		werr.Data = append(json.RawMessage(nil), data...)
+	}
+	return werr, ""
 }
 
 // answer returns e, read as the answer to a call, as a Response, or why
