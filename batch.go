@@ -176,7 +176,9 @@ func (b *outBatch) match(batch []envelope) {
 		e := &b.entries[n]
 		e.answered = true
 		r, err := batch[i].answer()
-		if err == nil {
+		if err != nil {
+			err = sent(err) // answered, if badly: it may have run
+		} else {
 			err = decodeAnswer(r, e.p.dest)
 		}
 		e.p.err = err

@@ -427,3 +427,35 @@ func TestHTTPHardeningClientDrain(t *testing.T) {
 		assert.Less(t, conns.Load(), int32(10), "most calls reuse their connection: the drain waits for the end that follows the answer")
 	})
 }
+
+// TestHTTPHardeningInvalidAnswerMayHaveRun: an answer the client cannot
+// read (an error without a message, a response with both result and
+// error) came from a server that had the request: MayHaveRun must say the
+// call may have run, for a call and for a batch entry alike.
+func TestHTTPHardeningInvalidAnswerMayHaveRun(t *testing.T) {
+	var runs atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ ID json.RawMessage }
+		body, _ := io.ReadAll(r.Body)
+		runs.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if bytes.HasPrefix(body, []byte("[")) {
+			var reqs []struct{ ID json.RawMessage }
+			_ = json.Unmarshal(body, &reqs)
+			fmt.Fprintf(w, `[{"jsonrpc":"2.0","id":%s,"result":1,"error":{"code":1,"message":"m"}}]`, reqs[0].ID)
+			return
+		}
+		_ = json.Unmarshal(body, &req)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000}}`, req.ID)
+	}))
+	defer srv.Close()
+	c := &jsonrpc.HTTPClient{URL: srv.URL}
+	err := c.Call(t.Context(), "charge", nil, nil)
+	require.ErrorContains(t, err, "invalid response")
+	assert.True(t, jsonrpc.MayHaveRun(err), "a call the server answered, badly")
+	bc := &jsonrpc.BatchCall{Method: "charge"}
+	_ = c.Batch(t.Context(), bc)
+	require.ErrorContains(t, bc.Err, "invalid response")
+	assert.True(t, jsonrpc.MayHaveRun(bc.Err), "a batch entry the server answered, badly")
+	assert.Equal(t, int32(2), runs.Load())
+}

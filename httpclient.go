@@ -474,10 +474,10 @@ func (c *HTTPClient) answerTo(e *envelope, id int64, dest any) (found bool, err 
 		return false, nil
 	}
 	r, err := e.answer()
-	if err == nil {
-		err = decodeAnswer(r, dest)
+	if err != nil {
+		return true, sent(err) // delivered and answered, if badly: it may have run
 	}
-	return true, err
+	return true, decodeAnswer(r, dest)
 }
 
 // note hands a notification to OnNotify and reports whether e was one.
