@@ -800,3 +800,27 @@ func TestClientHardeningBatchWhileWriterFails(t *testing.T) {
 		_ = c.Close()
 	}
 }
+
+// TestClientHardeningCloseEndsBlockedWrite closes a Conn while a call whose
+// context cannot end is writing a large request, on its own goroutine, to
+// a peer that reads nothing: Close must end that write (the writer is an
+// io.Closer) within its bound, fail the call with ErrClosed, and leave no
+// goroutine behind.
+func TestClientHardeningCloseEndsBlockedWrite(t *testing.T) {
+	checkLeaks(t)
+	big := json.RawMessage(`["` + strings.Repeat("x", 1<<20) + `"]`)
+	reqR, reqW := io.Pipe()
+	respR, respW := io.Pipe()
+	defer reqR.Close()
+	defer respW.Close()
+	c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{StopGrace: 100 * time.Millisecond})
+	called := make(chan error, 1)
+	go func() { called <- c.Call(context.Background(), "m", big, nil) }()
+	// The call's write is in flight once the pipe has given the peer a
+	// first piece of it.
+	var first [16]byte
+	_, err := io.ReadFull(reqR, first[:])
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, recv(t, called, "the call whose write was in flight"), jsonrpc.ErrClosed)
+}

@@ -75,6 +75,7 @@ type conn struct {
 
 	firstRS  *readState    // the reading role's state for serve, made with the conn (ServeHTTP); nil to make one
 	served   chan struct{} // closed when serve has returned, for a Conn
+	released chan struct{} // closed once a Conn's writer and reader are closed too
 	serveErr error         // what serve returned
 
 	abortOnce sync.Once

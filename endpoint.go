@@ -65,11 +65,15 @@ func NewConn(r io.Reader, w io.Writer, opts *Options) *Conn {
 // writer and reader are closed once it has ended.
 func startConn(c *conn) *Conn {
 	c.served = make(chan struct{})
+	c.released = make(chan struct{})
 	go func() {
 		c.serveErr = c.serve(context.Background())
 		close(c.served)
-		_ = c.out.Close()
+		// A write still blocked in its writer (a call's own, on its
+		// caller's goroutine) gets StopGrace to end.
+		_ = c.out.closeWithin(c.grace)
 		_ = c.in.Close()
+		close(c.released)
 	}()
 	return &Conn{c: c}
 }
@@ -157,8 +161,10 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 // error wrapping [ErrClosed], the handlers' contexts are cancelled
 // (requests still queued run with theirs cancelled already, so that each
 // gets its answer), and the answers given within StopGrace are written
-// before the streams are closed. Close returns when that is done, at most
-// about twice StopGrace later; called from a handler, it waits all of
+// before the streams are closed (a write still blocked StopGrace after
+// the end, such as a call's on a peer that reads nothing, is ended by
+// closing the writer, when it is an io.Closer). Close returns when that
+// is done, at most about twice StopGrace later; called from a handler, it waits all of
 // that, since it waits for its own handler. It is idempotent and safe
 // from any goroutine.
 func (c *Conn) Close() error {
@@ -173,6 +179,9 @@ func (c *Conn) Close() error {
 		c.c.abort(ErrClosed) // drop what is left, unblock a stuck writer
 		c.c.out.closeNow()
 		<-c.c.served
+	}
+	if c.c.released != nil {
+		<-c.c.released // at most StopGrace more, for a write still in flight
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A lineWriter writes newline-delimited messages, each exactly one line.
@@ -30,6 +31,7 @@ type lineWriter struct {
 	writes  uint64 // writes ended
 	err     error
 	closed  atomic.Bool
+	wClosed atomic.Bool // the underlying writer has been closed
 
 	// mode is the framing: modeLine, modeHeader, modeCustom or
 	// modeMessage. In modeCustom, framing frames each message, built
@@ -338,12 +340,29 @@ func (lw *lineWriter) Close() error {
 	}
 	err := lw.flushLocked()
 	lw.fail(&closedError{})
-	if c, ok := lw.w.(io.Closer); ok {
-		if cerr := c.Close(); err == nil {
-			err = cerr
-		}
+	if cerr := lw.closeUnderlying(); err == nil {
+		err = cerr
 	}
 	return err
+}
+
+// closeWithin is Close, but gives a write in flight, and what is buffered,
+// at most d: a write still blocked then (on a peer that stopped reading,
+// such as a call's own write on its caller's goroutine) is ended as
+// closeNow ends it.
+func (lw *lineWriter) closeWithin(d time.Duration) error {
+	t := time.AfterFunc(d, lw.closeNow)
+	defer t.Stop()
+	return lw.Close()
+}
+
+// closeUnderlying closes the underlying writer, once, if it is an
+// io.Closer.
+func (lw *lineWriter) closeUnderlying() error {
+	if c, ok := lw.w.(io.Closer); ok && !lw.wClosed.Swap(true) {
+		return c.Close()
+	}
+	return nil
 }
 
 // closeNow closes the writer without writing what is buffered, and closes
@@ -352,9 +371,7 @@ func (lw *lineWriter) Close() error {
 func (lw *lineWriter) closeNow() {
 	lw.closed.Store(true)
 	lw.fail(&closedError{})
-	if c, ok := lw.w.(io.Closer); ok {
-		_ = c.Close()
-	}
+	_ = lw.closeUnderlying()
 }
 
 // fail makes err the writer's sticky error, unless it already has one, and
