@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,12 +25,17 @@ import (
 // next connection when it surely did not run (see [MayHaveRun]), or when
 // Retry says its method is safe to repeat; otherwise its error is
 // returned, and wraps [ErrClosed]. A call answered [ErrNotRun] (the peer
-// is stopping) is made again on a new connection. A Stream whose connection breaks ends
-// with such an error and is not made again, nor is a Batch.
+// is stopping) is made again on a new connection, and the one it was
+// answered on is shut down. A Stream whose connection breaks ends with
+// such an error and is not made again, nor is a Batch.
 //
 // Failed dials are retried after a wait that doubles from MinBackoff to
 // MaxBackoff, each drawn at random between half and all of its bound, so
-// that many clients of one restarted server do not return at once.
+// that many clients of one restarted server do not return at once. So
+// are connections that are let go one after another without a call
+// answered between them (a peer that accepts connections and then closes
+// them, or answers every call ErrNotRun): the first is replaced at once,
+// the next ones after those waits.
 //
 // Dial and the other fields must be set before the first call and not
 // changed after. A Redialer is safe for concurrent use; Close ends it.
@@ -67,7 +73,8 @@ type Redialer struct {
 	closed  bool
 	ctx     context.Context    // Dial's, until Close
 	stop    context.CancelFunc // ends ctx
-	wg      sync.WaitGroup     // the dialing goroutine
+	wg      sync.WaitGroup     // the dialing goroutine, and those that end connections let go
+	lost    atomic.Int32       // connections let go in a row, without a call answered between
 }
 
 // errRedialerClosed is why a call to a closed Redialer fails.
@@ -133,8 +140,21 @@ func (r *Redialer) startDial() {
 }
 
 // dialLoop dials until a connection is made and set up, or ctx ends.
+// After the first connection let go in a row (see retire), it dials at
+// once; after more, it waits as after as many failed dials, so that a
+// peer that accepts connections and serves nothing is not dialed in a
+// tight loop.
 func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 	b := newBackoff(r.MinBackoff, r.MaxBackoff)
+	if lost := int(r.lost.Load()); lost > 1 {
+		var wait time.Duration
+		for range min(lost-1, 32) {
+			wait = b.next()
+		}
+		if !sleep(ctx, wait) {
+			return nil
+		}
+	}
 	for {
 		c, err := r.Dial(ctx)
 		if err == nil && r.OnConnect != nil {
@@ -159,24 +179,62 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 
 // again reports whether a call of method that failed with err on c is to
 // be made again on a new connection. A peer that answers [ErrNotRun] is
-// stopping: c is let go (it ends by itself once its calls in flight are
-// answered) and the call is made on a new connection.
+// stopping: c is let go, shut down gracefully, and the call is made on a
+// new connection. A call that failed with an error wrapping [ErrClosed]
+// lets c go too, even before c is done (its peer has ended, while a
+// handler of ours still runs): the next call takes a new connection
+// rather than fail again at once on this one.
 func (r *Redialer) again(c *Conn, method string, err error) bool {
-	if err == nil || errors.Is(err, errRedialerClosed) {
+	switch {
+	case err == nil:
+		r.answered()
 		return false
-	}
-	if errors.Is(err, ErrNotRun) {
-		r.mu.Lock()
-		if r.conn == c {
-			r.conn = nil
-		}
-		r.mu.Unlock()
+	case errors.Is(err, errRedialerClosed):
+		return false
+	case errors.Is(err, ErrNotRun):
+		r.retire(c, true)
 		return true
-	}
-	if !errors.Is(err, ErrClosed) {
+	case !errors.Is(err, ErrClosed):
+		r.answered() // the connection works: the peer answered
 		return false
 	}
+	r.retire(c, false)
 	return !MayHaveRun(err) || (r.Retry != nil && r.Retry(method))
+}
+
+// answered notes that a call was answered: the next connection let go is
+// the first in a row again.
+func (r *Redialer) answered() {
+	if r.lost.Load() != 0 {
+		r.lost.Store(0)
+	}
+}
+
+// retire lets c go, unless it is no longer the current connection: it is
+// shut down gracefully (its calls in flight answered, its handlers
+// finished) when the peer said it is stopping, and otherwise let end by
+// itself; either way it is closed by Close at the latest, so that no
+// connection the Redialer made outlives it.
+func (r *Redialer) retire(c *Conn, graceful bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn != c || r.closed {
+		return
+	}
+	r.conn = nil
+	r.lost.Add(1)
+	ctx := r.ctx // set by the dial that made c
+	r.wg.Go(func() {
+		if graceful {
+			_ = c.Shutdown(ctx)
+		} else {
+			select {
+			case <-c.Done():
+			case <-ctx.Done():
+			}
+		}
+		_ = c.Close()
+	})
 }
 
 // Call calls method on the current connection, as [Conn.Call] does, and

@@ -2,7 +2,9 @@ package jsonrpc_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"iter"
 	"net"
 	"sync"
@@ -266,5 +268,107 @@ func TestRedialerNotRunMovesOn(t *testing.T) {
 		require.NoError(t, r.Call(t.Context(), "work", nil, &n))
 		assert.Equal(t, int32(2), n, "made again after the peer said it did not run it")
 		assert.Equal(t, int32(2), b.dials.Load(), "on a new connection")
+	})
+}
+
+// TestRedialerNotRunBacksOff: a peer that answers every call ErrNotRun and
+// keeps its connections open. Each connection let go is dialed again
+// after a wait that grows (not in a tight loop), is shut down rather than
+// left open, and none is still open once the Redialer is closed.
+func TestRedialerNotRunBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		b.mux.Handle("work", jsonrpc.Func(func(context.Context, struct{}) (int, error) {
+			return 0, jsonrpc.ErrNotRun
+		}))
+		var mu sync.Mutex
+		var conns []*jsonrpc.Conn
+		r := &jsonrpc.Redialer{Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+			if b.dials.Load() >= 100 {
+				return nil, errRefused // enough to show a tight loop
+			}
+			c, err := b.dial(ctx)
+			if err == nil {
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+			return c, err
+		}}
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		assert.ErrorIs(t, r.Call(ctx, "work", nil, nil), context.DeadlineExceeded)
+		// 2 s of waits from 25-50 ms up, doubling: about eight dials.
+		assert.LessOrEqual(t, b.dials.Load(), int32(12), "dials in 2 s")
+		assert.GreaterOrEqual(t, b.dials.Load(), int32(3), "dials in 2 s")
+		require.NoError(t, r.Close())
+		mu.Lock()
+		defer mu.Unlock()
+		for i, c := range conns {
+			select {
+			case <-c.Done():
+			default:
+				t.Errorf("connection %d of %d still open after the Redialer's Close", i+1, len(conns))
+			}
+		}
+	})
+}
+
+// TestRedialerLetsEndingConnectionGo: the peer ends its output while a
+// handler of ours still runs, so the connection fails every call at once
+// (not sent) but is not done yet (StopGrace). A call must not be tried on
+// it again and again until it is: it takes a new connection.
+func TestRedialerLetsEndingConnectionGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		held := make(chan struct{})
+		var attempts atomic.Int32
+		count := func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+			return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+				if attempts.Add(1) > 1000 {
+					return nil, errors.New("a tight loop (test)")
+				}
+				return next(ctx, req)
+			}
+		}
+		hold := jsonrpc.HandlerFunc(func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+			close(held)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		var dials atomic.Int32
+		var pipes []io.Closer
+		r := &jsonrpc.Redialer{Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+			if dials.Add(1) > 1 {
+				return nil, errRefused
+			}
+			inR, inW := io.Pipe()   // the peer's output
+			outR, outW := io.Pipe() // ours
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			pipes = append(pipes, inW, outR)
+			go func() {
+				_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"hold"}`+"\n")
+				<-held
+				_ = inW.Close() // the peer's output ends
+			}()
+			return jsonrpc.NewConn(inR, outW, &jsonrpc.Options{Handler: hold, StopGrace: time.Second, Interceptors: []jsonrpc.Interceptor{count}}), nil
+		}}
+		defer func() {
+			_ = r.Close()
+			for _, p := range pipes {
+				_ = p.Close()
+			}
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		_ = r.Call(ctx, "x", nil, nil) // makes the connection
+		cancel()
+		<-held
+		synctest.Wait() // the peer's output has ended
+		attempts.Store(0)
+		ctx, cancel = context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		err := r.Call(ctx, "x", nil, nil)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "no second backend to call")
+		assert.LessOrEqual(t, attempts.Load(), int32(2), "attempts on the ending connection")
 	})
 }
