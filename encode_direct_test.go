@@ -250,8 +250,8 @@ func TestDirectEncoder(t *testing.T) {
 	}
 	takes := []any{
 		flatAll{},
-		flatAll{B: true, I: -1 << 63 >> 1, I8: -128, I16: -32768, I32: math.MinInt32, I64: math.MinInt64,
-			U: 1 << 40, U8: 255, U16: 65535, U32: math.MaxUint32, U64: math.MaxUint64, UP: 7,
+		flatAll{B: true, I: math.MinInt >> 1, I8: -128, I16: -32768, I32: math.MinInt32, I64: math.MinInt64,
+			U: math.MaxUint >> 3, U8: 255, U16: 65535, U32: math.MaxUint32, U64: math.MaxUint64, UP: 7,
 			F32: 1.1, F64: 1e21, S: "plain"},
 		flatAll{F32: 1e-7, F64: -0.0000001, S: "<a href=\"x\">&amp;</a>\\ \b\f\n\r\t\x00\x1f\x7f"},
 		flatAll{F32: float32(math.Copysign(0, -1)), F64: math.Copysign(0, -1), S: "é \u2028 \u2029 \xff\xfe 😀 \xed\xa0\x80"},

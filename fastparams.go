@@ -255,7 +255,7 @@ func (r *directReader) object(i int, d *direct, p unsafe.Pointer) (int, bool) {
 					return 0, false
 				}
 			}
-			if nu == maxUnknown || j >= 1<<32 {
+			if nu == maxUnknown || uint64(j) >= 1<<32 {
 				return 0, false
 			}
 			unknown[nu], nu = uint64(i+1)<<32|uint64(i+1+len(name)), nu+1 // name is b[i+1:]

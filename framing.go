@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -302,17 +303,18 @@ func (lr *lineReader) quickHeader() (bool, error) {
 	if len(b) < len(name)+5 || string(b[:len(name)]) != name {
 		return false, nil
 	}
-	n, i := 0, len(name)
+	// Fifteen digits fit an int64, not the int of a 32-bit platform.
+	n, i := int64(0), len(name)
 	for ; i < len(b) && i < len(name)+15 && '0' <= b[i] && b[i] <= '9'; i++ {
-		n = n*10 + int(b[i]-'0')
+		n = n*10 + int64(b[i]-'0')
 	}
 	if i == len(name) || len(b) < i+4 || string(b[i:i+4]) != "\r\n\r\n" {
 		return false, nil
 	}
 	lr.start += i + 4
 	lr.scanned = lr.start
-	lr.length = n
-	if n > lr.max {
+	lr.length = int(min(n, math.MaxInt))
+	if n > int64(lr.max) {
 		lr.phase = phaseSkip
 		return true, &tooLargeError{lr.max}
 	}
