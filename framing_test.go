@@ -859,3 +859,35 @@ func TestDetachBufferSize(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, long[:200<<10], string(msg))
 }
+
+// TestLineReaderLimitWithoutFraming: MaxMessageSize bounds the message,
+// not its framing: a line of exactly the limit is read whether it ends in
+// "\n", "\r\n" or the end of the input, and one byte more is refused in
+// each case, the next line read as usual.
+func TestLineReaderLimitWithoutFraming(t *testing.T) {
+	for _, max := range []int{10, 100 << 10} {
+		for _, end := range []string{"\n", "\r\n", ""} {
+			for _, over := range []int{0, 1} {
+				msg := strings.Repeat("1", max+over)
+				input := msg + end
+				if end != "" {
+					input += "2\n"
+				}
+				lr := newLineReader(strings.NewReader(input), max)
+				got, err := lr.ReadMessage()
+				if over == 0 {
+					if err != nil || string(got) != msg {
+						t.Errorf("limit %d, line of the limit ending %q: %d bytes, %v", max, end, len(got), err)
+					}
+				} else if !errors.Is(err, ErrMessageTooLarge) {
+					t.Errorf("limit %d, line one over ending %q: %d bytes, %v; want ErrMessageTooLarge", max, end, len(got), err)
+				}
+				if end != "" {
+					if got, err := lr.ReadMessage(); err != nil || string(got) != "2" {
+						t.Errorf("limit %d, ending %q: the next line %q, %v", max, end, got, err)
+					}
+				}
+			}
+		}
+	}
+}

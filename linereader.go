@@ -140,7 +140,7 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			}
 			line := lr.buf[lr.start:nl]
 			lr.start, lr.scanned = nl+1, nl+1
-			if lr.discard || len(line) > lr.max {
+			if lr.discard || len(line)-crEnd(line) > lr.max {
 				lr.discard = false
 				return nil, &tooLargeError{lr.max}
 			}
@@ -150,7 +150,9 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			continue
 		}
 		lr.scanned = lr.end
-		if !lr.discard && lr.chunked+lr.end-lr.start > lr.max {
+		// One byte more than the limit may be the "\r" of a "\r\n",
+		// framing, not message: the newline tells.
+		if !lr.discard && lr.chunked+lr.end-lr.start > lr.max+1 {
 			lr.discard = true
 		}
 		if lr.discard {
@@ -170,9 +172,12 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			if lr.chunked > 0 {
 				lr.join()
 			}
-			line := trimLine(lr.buf[lr.start:lr.end])
+			line := lr.buf[lr.start:lr.end]
 			lr.start, lr.scanned = lr.end, lr.end
-			if line != nil {
+			if len(line)-crEnd(line) > lr.max {
+				return nil, &tooLargeError{lr.max}
+			}
+			if line = trimLine(line); line != nil {
 				return line, nil
 			}
 			return nil, lr.err
@@ -263,7 +268,7 @@ func (lr *lineReader) fill() {
 // the line, unless it is over the limit, and returns where its newline
 // is now.
 func (lr *lineReader) joinLine(nl int) int {
-	if lr.chunked+nl-lr.start > lr.max {
+	if lr.chunked+nl-lr.start > lr.max+1 { // the last byte may be a "\r"
 		lr.discard = true // reported as the newline is taken
 		lr.dropChunks()
 		return nl
@@ -368,4 +373,12 @@ func (lr *lineReader) IsClosed() bool { return lr.closed.Load() }
 type readHooks interface {
 	beforeRead() bool
 	afterRead()
+}
+
+// crEnd is 1 when line ends in "\r", which the framing removes, else 0.
+func crEnd(line []byte) int {
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		return 1
+	}
+	return 0
 }

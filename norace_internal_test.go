@@ -2,4 +2,4 @@
 
 package jsonrpc
 
-const raceBuild = false
+const raceOn = false

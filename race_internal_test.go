@@ -2,7 +2,7 @@
 
 package jsonrpc
 
-// raceBuild says that the race detector is on: its instrumentation moves
+// raceOn says that the race detector is on: its instrumentation moves
 // some values of the package's generic code to the heap, so tests of
 // allocations leave them out.
-const raceBuild = true
+const raceOn = true

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,22 +44,10 @@ const (
 // (which makes each step, an atomic add, some ten times dearer), the
 // largest is 128 KiB rather than 1 MiB.
 func stepsSizes() []int {
-	if testing.Short() || raceBuild() {
+	if testing.Short() || raceOn {
 		return []int{1 << 10, 1 << 14, 1 << 17}
 	}
 	return []int{1 << 10, 1 << 14, 1 << 17, 1 << 20}
-}
-
-// raceBuild reports whether the test binary was built with -race.
-func raceBuild() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-race" {
-				return s.Value == "true"
-			}
-		}
-	}
-	return false
 }
 
 // repeatTo returns prefix, then unit repeated to make about n bytes in
