@@ -144,15 +144,15 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte) {
 	if len(params) == 0 || params[0] != '{' {
 		return
 	}
-	var id []byte
-	if member := in.conv.idMember(); member == "id" {
-		e := &rs.cancel
-		e.reset()
-		if _, ok := scanObject(params, 0, e); !ok {
-			return
-		}
-		id = e.id
-	} else {
+	// Params that give a member twice cancel nothing: which id they name
+	// would depend on the reader (encoding/json takes the last).
+	e := &rs.cancel
+	e.reset()
+	if _, ok := scanObject(params, 0, e); !ok || e.dup {
+		return
+	}
+	id := e.id
+	if member := in.conv.idMember(); member != "id" {
 		id = memberValue(params, member)
 	}
 	if id == nil || !validID(id) {

@@ -1,6 +1,7 @@
 package jsonrpc_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -221,4 +222,50 @@ func TestCauseOfEnd(t *testing.T) {
 	assert.True(t, errors.Is(cause, jsonrpc.ErrServerClosed), fmt.Sprint(cause))
 	assert.ErrorIs(t, <-done, jsonrpc.ErrServerClosed)
 	_ = inW.Close()
+}
+
+// TestCancelDuplicateMember: cancel params that give the id's member twice
+// name no request, whatever the convention: the library would read one
+// id and OnCancel's reader (encoding/json keeps the last) another. Such a
+// cancel reaches nothing; the next, well-formed one is what OnCancel sees.
+func TestCancelDuplicateMember(t *testing.T) {
+	for _, cc := range []jsonrpc.Cancellation{{}, mcpCancel} {
+		method, member := cmp.Or(cc.Method, "$/cancelRequest"), cmp.Or(cc.IDMember, "id")
+		t.Run(method, func(t *testing.T) {
+			checkLeaks(t)
+			started := make(chan struct{}, 2)
+			mux := new(jsonrpc.Mux)
+			mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+				started <- struct{}{}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+			onCancel, seen := cancelRecorder()
+			in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Cancellation: cc, OnCancel: onCancel}})
+			send := func(line string) {
+				t.Helper()
+				_, err := io.WriteString(in, line+"\n")
+				require.NoError(t, err)
+			}
+			cancel := func(params string) string {
+				return `{"jsonrpc":"2.0","method":"` + method + `","params":` + params + `}`
+			}
+			send(`{"jsonrpc":"2.0","id":1,"method":"wait"}`)
+			send(`{"jsonrpc":"2.0","id":2,"method":"wait"}`)
+			recv(t, started, "the first request running")
+			recv(t, started, "the second request running")
+			send(cancel(`{"` + member + `":1,"` + member + `":2}`))
+			send(cancel(`{"` + member + `":2}`))
+			got := recv(t, seen, "what OnCancel saw")
+			assert.Equal(t, "2", got.id, "the first cancel OnCancel sees is the well-formed one")
+			assert.Equal(t, 1, got.running)
+			send(cancel(`{"` + member + `":1}`))
+			got = recv(t, seen, "what OnCancel saw")
+			assert.Equal(t, "1", got.id)
+			assert.Equal(t, 1, got.running, "the request with id 1 was still running")
+			require.NoError(t, in.Close())
+			for range lines {
+			}
+		})
+	}
 }
