@@ -170,7 +170,9 @@ func strictInput(b []byte, p *plan, valid bool, c *checker) ([]byte, *memberErro
 	// distinctFlat compares names as written, which input with invalid
 	// UTF-8 (c.badUTF8) must not have; quick takes no name that holds
 	// it, as no field's does.
-	if p != nil && p.flat && p.quick(b) || p == nil && (c == nil || !c.badUTF8) && distinctFlat(b) || bytes.IndexByte(b, '{') < 0 {
+	// Input without an object has no names to check, and, shorter than
+	// two bytes a level, cannot nest too deep either.
+	if p != nil && p.flat && p.quick(b) || p == nil && (c == nil || !c.badUTF8) && distinctFlat(b) || bytes.IndexByte(b, '{') < 0 && len(b) < 2*maxStrictDepth {
 		return b, nil // fields given once each, or no object at all
 	}
 	pooled := c == nil

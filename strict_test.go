@@ -370,3 +370,24 @@ func TestCallFromHandlerStrictResult(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, jsonrpc.Code(-32001), e.Code)
 }
+
+// TestStrictNestingOfArrays: params nested deeper than 10,000 levels are
+// refused with the documented data however they nest, arrays alone
+// included (the check once looked only at input holding an object), for
+// every kind of params; 10,000 levels are taken.
+func TestStrictNestingOfArrays(t *testing.T) {
+	mux := new(jsonrpc.Mux)
+	mux.Handle("any", jsonrpc.Func(func(context.Context, any) (int, error) { return 1, nil }))
+	mux.Handle("raw", jsonrpc.Func(func(context.Context, json.RawMessage) (int, error) { return 1, nil }))
+	mux.Handle("slice", jsonrpc.Func(func(context.Context, []any) (int, error) { return 1, nil }))
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	nested := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
+	for _, m := range []string{"any", "raw", "slice"} {
+		got := serveString(t, srv, `{"jsonrpc":"2.0","id":1,"method":"`+m+`","params":`+nested(10001)+`}`+"\n"+
+			`{"jsonrpc":"2.0","id":2,"method":"`+m+`","params":`+nested(10000)+`}`+"\n")
+		require.Len(t, got, 2, m)
+		assert.Contains(t, got[0], `"code":-32602`, "%s: 10,001 levels", m)
+		assert.Contains(t, got[0], `"data":{"reason":"nesting too deep","limit":10000}`, "%s: 10,001 levels", m)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":1}`, got[1], "%s: 10,000 levels", m)
+	}
+}
