@@ -7,6 +7,7 @@ import (
 	"errors"
 	"iter"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,18 +198,22 @@ func judgeValue(v []byte) valueVerdict {
 	goodID := hasID && isIDText(id)
 
 	// A valid response sent to a server is dropped. The error object is
-	// decoded as the package decodes it, with encoding/json's
-	// case-insensitive names.
+	// read by the envelope's rules: exact names, none twice, an integer
+	// code and a string message.
 	if !hasMethod && (hasResult || hasError) && !dup && goodVersion && goodID && hasResult != hasError {
 		if result != nil {
 			return valueVerdict{}
 		}
-		var e struct {
-			Code    *int64  `json:"code"`
-			Message *string `json:"message"`
-		}
-		if raw := m["error"]; raw[0] == '{' && json.Unmarshal(raw, &e) == nil && e.Code != nil && e.Message != nil {
-			return valueVerdict{}
+		if raw := m["error"]; raw[0] == '{' {
+			em, ecount, err := decodeMembers(raw)
+			edup := false
+			for _, n := range ecount {
+				edup = edup || n > 1
+			}
+			code, message := em["code"], em["message"]
+			if _, perr := strconv.ParseInt(string(code), 10, 64); err == nil && !edup && perr == nil && len(message) > 0 && message[0] == '"' {
+				return valueVerdict{}
+			}
 		}
 	}
 
