@@ -234,12 +234,7 @@ func TestCancelDuplicateMember(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			checkLeaks(t)
 			started := make(chan struct{}, 2)
-			mux := new(jsonrpc.Mux)
-			mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-				started <- struct{}{}
-				<-ctx.Done()
-				return nil, ctx.Err()
-			})
+			mux := waitingMux(started)
 			onCancel, seen := cancelRecorder()
 			in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Cancellation: cc, OnCancel: onCancel}})
 			send := func(line string) {

@@ -131,3 +131,15 @@ func isDone(c *jsonrpc.Conn) bool {
 func itemsOf(ctx context.Context, h jsonrpc.Handler, req *jsonrpc.Request) iter.Seq2[json.RawMessage, error] {
 	return (&jsonrpc.InProcess{Handler: h}).Stream(ctx, req.Method, req.Params)
 }
+
+// waitingMux serves "wait", whose handler tells started that it runs and
+// returns once its context ends.
+func waitingMux(started chan<- struct{}) *jsonrpc.Mux {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	return mux
+}

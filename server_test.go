@@ -931,12 +931,7 @@ func TestHandlerContext(t *testing.T) {
 func TestServeDuplicateIDsInFlight(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan struct{}, 2)
-	mux := new(jsonrpc.Mux)
-	mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
+	mux := waitingMux(started)
 	p := startPipe(t, t.Context(), &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	p.send(req("5", "wait", ""))
 	<-started
