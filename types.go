@@ -217,42 +217,16 @@ func errorObject(obj []byte) (*Error, string) {
 	if len(obj) == 0 || obj[0] != '{' {
 		return nil, malformed
 	}
-	var code, message, data []byte
-	var names envelope // for its check of names given twice
-	i := skipSpace(obj, 1)
-	for i < len(obj) && obj[i] == '"' {
-		kend, escaped, ok := scanString(obj, i)
-		if !ok {
-			return nil, malformed
-		}
-		name := obj[i+1 : kend-1]
-		if escaped {
-			name = unescapeKey(obj[i:kend])
-		}
-		if names.other(name); names.dup {
-			return nil, `"error" gives a member more than once`
-		}
-		i = skipSpace(obj, kend)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, malformed
-		}
-		start := skipSpace(obj, i+1)
-		end, ok := scanValue(obj, start)
-		if !ok {
-			return nil, malformed
-		}
-		switch string(name) {
-		case "code":
-			code = obj[start:end]
-		case "message":
-			message = obj[start:end]
-		case "data":
-			data = obj[start:end]
-		}
-		if i = skipSpace(obj, end); i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
+	// The scan of an envelope notes a name given twice, the one case
+	// memberValue, which takes the first, must not meet.
+	var names envelope
+	if _, ok := scanObject(obj, 0, &names); !ok {
+		return nil, malformed
 	}
+	if names.dup {
+		return nil, `"error" gives a member more than once`
+	}
+	code, message, data := memberValue(obj, "code"), memberValue(obj, "message"), memberValue(obj, "data")
 	n, err := strconv.ParseInt(string(code), 10, 64)
 	if err != nil || len(message) < 2 || message[0] != '"' {
 		return nil, malformed
