@@ -185,7 +185,7 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // structs, slices, arrays, maps and pointers the direct encoder takes)
 // without encoding/json and without boxing R in an interface.
 func Func[P, R any](fn func(ctx context.Context, params P) (R, error), opts ...ParamsOption) Handler {
-	return &funcHandler[P, R]{fn: fn, rules: rulesFor(reflect.TypeFor[P](), opts), result: resultPlan(reflect.TypeFor[R]())}
+	return &funcHandler[P, R]{fn: fn, rules: rulesFor(reflect.TypeFor[P](), opts), result: directPlan(reflect.TypeFor[R]())}
 }
 
 // funcHandler is the Handler that Func returns.

@@ -79,10 +79,11 @@ var (
 	textMar    = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
-// resultPlan returns the plan that writes a Func's result of type t, or
-// nil where encodeDirect would take none: t is not a struct, pointer,
-// slice, array or map, or has no plan.
-func resultPlan(t reflect.Type) *encPlan {
+// directPlan returns the plan that encodeDirect writes a value of type t
+// by (a Func's result too), or nil: t is not a struct, pointer, slice,
+// array or map (a scalar, ...: no need to look), has no plan, or the
+// direct encoder is off.
+func directPlan(t reflect.Type) *encPlan {
 	if jsonV2 {
 		return nil // see jsonv2_off.go
 	}
@@ -98,24 +99,16 @@ func resultPlan(t reflect.Type) *encPlan {
 // json.Marshal does and a json.Encoder told SetEscapeHTML(false) does
 // not. The JSON is appended to b.
 func encodeDirect(b []byte, v any, html bool) ([]byte, bool) {
-	if jsonV2 {
-		return nil, false // see jsonv2_off.go
-	}
 	t := reflect.TypeOf(v)
 	p := lastEnc.Load()
 	if p == nil || p.typ != t {
 		if t == nil {
 			return nil, false
 		}
-		switch t.Kind() {
-		case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		default:
-			return nil, false // a scalar, ...: no need to look
-		}
-		if p = encPlanFor(t); p == nil {
+		if p = directPlan(t); p == nil {
 			return nil, false
 		}
-		lastEnc.Store(p)
+		lastEnc.Store(p) // never under jsonV2, where no plan is taken
 	}
 	return p.appendBoxed(b, v, html, 0)
 }
