@@ -180,9 +180,7 @@ func (c *Conn) Close() error {
 		c.c.out.closeNow()
 		<-c.c.served
 	}
-	if c.c.released != nil {
-		<-c.c.released // at most StopGrace more, for a write still in flight
-	}
+	<-c.c.released // at most StopGrace more, for a write still in flight
 	return nil
 }
 
