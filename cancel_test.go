@@ -264,3 +264,32 @@ func TestCancelDuplicateMember(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelLaterBatchEntry cancels the second entry of a batch while the
+// first still runs, after reading has moved on without the batch (its
+// handler held the reader up): the second entry must be in reach of the
+// cancel although it has not started, and never run.
+func TestCancelLaterBatchEntry(t *testing.T) {
+	checkLeaks(t)
+	started := make(chan struct{}, 2)
+	onCancel, seen := cancelRecorder()
+	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: waitingMux(started), OnCancel: onCancel}})
+	send := func(line string) {
+		t.Helper()
+		_, err := io.WriteString(in, line+"\n")
+		require.NoError(t, err)
+	}
+	send(`[{"jsonrpc":"2.0","id":5,"method":"wait"},{"jsonrpc":"2.0","id":6,"method":"wait"}]`)
+	recv(t, started, "the first entry running")
+	// The cancel is read only once reading has been handed off.
+	send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":6}}`)
+	assert.Equal(t, cancelSeen{"6", "$/cancelRequest", "", 0, 1}, recv(t, seen, "the cancel of the waiting entry"))
+	send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":5}}`)
+	assert.Equal(t, cancelSeen{"5", "$/cancelRequest", "", 1, 0}, recv(t, seen, "the cancel of the running entry"))
+	assert.JSONEq(t, `[{"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"Request cancelled"}},`+
+		`{"jsonrpc":"2.0","id":6,"error":{"code":-32800,"message":"Request cancelled"}}]`, h3Recv(t, lines, "the batch's answer"))
+	assertNone(t, started, "the cancelled entry starting")
+	require.NoError(t, in.Close())
+	for range lines {
+	}
+}

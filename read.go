@@ -482,15 +482,24 @@ func (c *conn) handoff(rs *readState, s uint64) {
 		rs.off = true
 	}
 	c.mu.Unlock()
-	// The unit is still running, so its tasks stay as they are.
-	if i := int(rs.current.Load()); i < len(rs.unit.tasks) {
-		if m := rs.unit.tasks[i].method; m != nil {
+	// The unit is still running, so its tasks stay as they are. The task
+	// running and those after it come in reach of cancels now: cancels
+	// are read again from here on, and the unit's goroutine registers
+	// each task only as it starts it.
+	tasks := rs.unit.tasks
+	if i := int(rs.current.Load()); i < len(tasks) {
+		if m := tasks[i].method; m != nil {
 			m.slow.Store(true) // its handler held the reader up
 		}
-		if rc := rs.unit.tasks[i].ctx; rc != nil && rc.flags.Load()&flagEnded == 0 {
+		c.mu.Lock()
+		if rc := tasks[i].ctx; rc != nil && rc.flags.Load()&flagEnded == 0 {
 			rc.flags.Or(flagInline)
-			c.register(rc)
+			c.registerLocked(rc)
 		}
+		for j := i + 1; j < len(tasks); j++ {
+			c.registerLocked(tasks[j].ctx)
+		}
+		c.mu.Unlock()
 	}
 	next := newReadState()
 	next.names = rs.names
