@@ -824,3 +824,68 @@ func TestClientHardeningCloseEndsBlockedWrite(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, recv(t, called, "the call whose write was in flight"), jsonrpc.ErrClosed)
 }
+
+// TestClientHardeningResponseTooLarge: a response over the Conn's
+// MaxMessageSize is never held, yet the call it answers learns of it at
+// once (an error wrapping ErrMessageTooLarge, and the call ran), in every
+// framing the library reads, whatever the size of the response against
+// the read buffer; the peer is not answered, and the next call goes on.
+func TestClientHardeningResponseTooLarge(t *testing.T) {
+	const limit = 1000
+	for _, f := range []jsonrpc.Framing{jsonrpc.LineFraming{}, jsonrpc.HeaderFraming{}} {
+		for _, size := range []int{limit, 200 << 10} {
+			t.Run(fmt.Sprintf("%T/%d", f, size), func(t *testing.T) {
+				checkLeaks(t)
+				reqR, reqW := io.Pipe()
+				respR, respW := io.Pipe()
+				c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{Framing: f, MaxMessageSize: limit})
+				big := `"` + strings.Repeat("x", size) + `"`
+				// The peer answers "big" with the result past the limit,
+				// and anything else with its method's name; it reports
+				// every message it read.
+				read := make(chan string, 8)
+				go func() {
+					defer close(read)
+					defer respW.Close()
+					msgs := f.NewReader(reqR, 1<<20)
+					for {
+						msg, err := msgs.ReadMessage()
+						if err != nil {
+							return
+						}
+						var req struct {
+							ID     json.RawMessage `json:"id"`
+							Method string          `json:"method"`
+						}
+						if json.Unmarshal(msg, &req) != nil {
+							return
+						}
+						read <- req.Method
+						result := `"` + req.Method + `"`
+						if req.Method == "big" {
+							result = big
+						}
+						ans := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + result + `}`
+						if _, err := respW.Write(f.AppendFrame(nil, []byte(ans))); err != nil {
+							return
+						}
+					}
+				}()
+				ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+				defer cancel()
+				var got string
+				err := c.Call(ctx, "big", nil, &got)
+				require.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+				assert.True(t, jsonrpc.MayHaveRun(err), "the peer answered: the call ran")
+				require.NoError(t, c.Call(ctx, "small", nil, &got))
+				assert.Equal(t, "small", got)
+				require.NoError(t, c.Close())
+				var methods []string
+				for m := range read {
+					methods = append(methods, m)
+				}
+				assert.Equal(t, []string{"big", "small"}, methods, "the peer was sent nothing but the calls")
+			})
+		}
+	}
+}

@@ -260,15 +260,20 @@ func (lr *lineReader) readFramed() ([]byte, error) {
 				return msg, nil
 			}
 		case phaseSkip:
-			n := min(lr.length, lr.end-lr.start)
-			lr.length -= n
-			if lr.length == 0 {
-				lr.start += n
-				lr.scanned = lr.start
-				lr.startBlock()
+			if lr.tooLong {
+				// The body's head is read first, for the error.
+				want := min(lr.length, tooLargeHead, lr.max+1)
+				if lr.end-lr.start < want && lr.err == nil {
+					break
+				}
+				lr.tooLong = false
+				lr.keepHead(lr.buf[lr.start:min(lr.end, lr.start+want)])
+				lr.skip()
+				return nil, lr.tooLarge()
+			}
+			if lr.skip() {
 				continue
 			}
-			lr.start, lr.end, lr.scanned = 0, 0, 0
 		case phaseResync:
 			if lr.findLength() {
 				lr.startBlock()
@@ -280,6 +285,28 @@ func (lr *lineReader) readFramed() ([]byte, error) {
 		}
 		lr.fill()
 	}
+}
+
+// skipTooLarge sets the reader to skip a body over the limit, reporting
+// it once the body's head is read.
+func (lr *lineReader) skipTooLarge() {
+	lr.phase = phaseSkip
+	lr.tooLong = true
+}
+
+// skip drops what is buffered of a body being skipped, and reports
+// whether that was the rest of it.
+func (lr *lineReader) skip() bool {
+	n := min(lr.length, lr.end-lr.start)
+	lr.length -= n
+	if lr.length == 0 {
+		lr.start += n
+		lr.scanned = lr.start
+		lr.startBlock()
+		return true
+	}
+	lr.start, lr.end, lr.scanned = 0, 0, 0
+	return false
 }
 
 // startBlock sets the reader to read a new header block at lr.start.
@@ -315,8 +342,8 @@ func (lr *lineReader) quickHeader() (bool, error) {
 	lr.scanned = lr.start
 	lr.length = int(min(n, math.MaxInt))
 	if n > int64(lr.max) {
-		lr.phase = phaseSkip
-		return true, &tooLargeError{lr.max}
+		lr.skipTooLarge()
+		return true, nil
 	}
 	lr.phase = phaseBody
 	return true, nil
@@ -417,8 +444,8 @@ func (lr *lineReader) endBlock() error {
 		lr.phase = phaseResync
 		return &headerError{"missing Content-Length"}
 	case lr.length > lr.max:
-		lr.phase = phaseSkip
-		return &tooLargeError{lr.max}
+		lr.skipTooLarge()
+		return nil
 	}
 	lr.phase = phaseBody
 	return nil
@@ -576,7 +603,8 @@ func (lr *lineReader) readCustom() ([]byte, error) {
 		return nil, err
 	}
 	if len(msg) > lr.max {
-		return nil, &tooLargeError{lr.max}
+		lr.keepHead(msg)
+		return nil, lr.tooLarge()
 	}
 	if (cap(lr.buf) > maxIdleBufSize || lr.charged > 0) && len(msg) <= initialBufSize {
 		lr.buf = nil

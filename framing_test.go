@@ -477,7 +477,7 @@ func (lr *lengthPrefixReader) ReadMessage() ([]byte, error) {
 		if _, err := lr.r.Discard(size); err != nil {
 			return nil, io.ErrUnexpectedEOF
 		}
-		return nil, &tooLargeError{lr.max}
+		return nil, &tooLargeError{limit: lr.max}
 	}
 	lr.buf = append(lr.buf[:0], make([]byte, size)...)
 	if _, err := io.ReadFull(lr.r, lr.buf); err != nil {
@@ -888,6 +888,66 @@ func TestLineReaderLimitWithoutFraming(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestTooLargeHead: the error for a message over the limit holds the
+// message's first bytes, tooLargeHead of them or all that arrived, in
+// every framing and however the reads cut the input (a line longer than
+// the read buffer comes in chunks), and reading goes on with the next
+// message.
+func TestTooLargeHead(t *testing.T) {
+	framings := []Framing{LineFraming{}, HeaderFraming{}}
+	for _, limit := range []int{100, 1000, 100 << 10} {
+		for _, size := range []int{limit + 2, 3 * limit, 300 << 10} {
+			msg := `{"jsonrpc":"2.0","id":7,"result":"` + strings.Repeat("y", size) + `"}`
+			next := `{"jsonrpc":"2.0","method":"next"}`
+			for _, f := range framings {
+				for _, tr := range testReaders {
+					in := f.AppendFrame(f.AppendFrame(nil, []byte(msg)), []byte(next))
+					r := newFramedReader(f, tr.wrap(bytes.NewReader(in)), limit)
+					_, err := r.ReadMessage()
+					var tl *tooLargeError
+					if !errors.As(err, &tl) {
+						t.Fatalf("%T, limit %d, size %d, %s: got %v, want a message too large", f, limit, size, tr.name, err)
+					}
+					if want := msg[:min(len(msg), tooLargeHead, limit+1)]; string(tl.head) != want {
+						t.Errorf("%T, limit %d, size %d, %s: head %.40q…, want %.40q…", f, limit, size, tr.name, tl.head, want)
+					}
+					got, err := r.ReadMessage()
+					if err != nil || string(got) != next {
+						t.Errorf("%T, limit %d, size %d, %s: next message %q, %v", f, limit, size, tr.name, got, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestResponseHeadID: the id of a response is read from the head of a
+// message too large to read only when the head shows it surely.
+func TestResponseHeadID(t *testing.T) {
+	tests := []struct{ head, id string }{
+		{`{"jsonrpc":"2.0","id":7,"result":"yyy`, "7"},
+		{` { "id" : "a" , "jsonrpc":"2.0", "error":{"code":1,"mess`, `"a"`},
+		{`{"jsonrpc":"2.0","result":[1,2],"id":7,"x":"yyy`, "7"},
+		{`{"\u0069d":7,"result":"yyy`, "7"},
+		{`{"id":7,"error":`, "7"},
+		{`{"jsonrpc":"2.0","result":"yyy`, ""},                     // the id lies beyond the head
+		{`{"jsonrpc":"2.0","id":7,"method":"m","params":"yyy`, ""}, // a request
+		{`{"jsonrpc":"2.0","id":7,"params":"yyy`, ""},              // no sign of a response yet
+		{`{"id":7,"id":8,"result":"yyy`, ""},                       // the id twice
+		{`{"jsonrpc":"2.0","id":7`, ""},                            // the id may go on
+		{`{"jsonrpc":"2.0","id":7}`, ""},                           // whole, and no response
+		{`[{"jsonrpc":"2.0","id":7,"result":"yyy`, ""},             // a batch
+		{`{"jsonrpc":"2.0","id":7,,"result":"yyy`, ""},
+		{`{"jsonrpc":"2.0","id":7 "result":"yyy`, ""},
+		{``, ""},
+	}
+	for _, tt := range tests {
+		if got := string(responseHeadID([]byte(tt.head))); got != tt.id {
+			t.Errorf("responseHeadID(%s) = %q, want %q", tt.head, got, tt.id)
 		}
 	}
 }

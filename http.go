@@ -323,7 +323,7 @@ func readBody(r io.Reader, size int64, limit int, mem *memBudget) (body []byte, 
 // fits in it.
 func readBodyInto(buf []byte, r io.Reader, size int64, limit int, mem *memBudget) (body []byte, charged int, err error) {
 	if size > int64(limit) {
-		return nil, 0, &tooLargeError{limit}
+		return nil, 0, &tooLargeError{limit: limit}
 	}
 	most := limit + 1 // room to see a body over the limit
 	n := 512
@@ -360,7 +360,7 @@ func readBodyInto(buf []byte, r io.Reader, size int64, limit int, mem *memBudget
 		m, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
 		if len(buf) > limit {
-			return nil, charged, &tooLargeError{limit}
+			return nil, charged, &tooLargeError{limit: limit}
 		}
 		if err == io.EOF {
 			return buf, charged, nil

@@ -33,7 +33,7 @@ func (s *lineScanner) readLine() ([]byte, error) {
 		chunk, err := s.r.ReadSlice('\n')
 		s.line = append(s.line, chunk...)
 		if len(s.line) > s.max+2 {
-			return nil, &tooLargeError{s.max}
+			return nil, &tooLargeError{limit: s.max}
 		}
 		switch {
 		case err == nil:
@@ -62,7 +62,7 @@ func (n *ndjsonReader) ReadMessage() ([]byte, error) {
 			return nil, err
 		}
 		if len(line) > n.max {
-			return nil, &tooLargeError{n.max}
+			return nil, &tooLargeError{limit: n.max}
 		}
 		if skipSpace(line, 0) < len(line) {
 			return line, nil
@@ -113,7 +113,7 @@ func (s *sseReader) ReadMessage() ([]byte, error) {
 		s.data = append(s.data, value...)
 		has = true
 		if len(s.data) > s.max {
-			return nil, &tooLargeError{s.max}
+			return nil, &tooLargeError{limit: s.max}
 		}
 	}
 }

@@ -20,8 +20,18 @@ const defaultMaxMessageSize = 64 << 20
 // next call returns the line after it.
 var ErrMessageTooLarge = errors.New("jsonrpc: message too large")
 
-// tooLargeError reports an over-long line and the limit it broke.
-type tooLargeError struct{ limit int }
+// tooLargeError reports an over-long line and the limit it broke, with
+// the first bytes of the message (see keepHead), so that
+// a connection can tell which of its calls a response too large to read
+// answered.
+type tooLargeError struct {
+	limit int
+	head  []byte
+}
+
+// tooLargeHead is how much of a message over the limit is kept, as the
+// head of its error.
+const tooLargeHead = 512
 
 func (e *tooLargeError) Error() string {
 	return ErrMessageTooLarge.Error() + " (limit " + strconv.Itoa(e.limit) + " bytes)"
@@ -61,6 +71,7 @@ type lineReader struct {
 	end     int
 	scanned int // buf[start:scanned] holds no newline
 	discard bool
+	head    []byte // the first bytes of the message being discarded
 
 	// chunks hold, in order, the start of a line longer than buf: full
 	// buffers, chunked bytes in all. The line is joined once its end is
@@ -92,6 +103,7 @@ type lineReader struct {
 	// body left to read or skip; the bytes of the header block read so
 	// far; whether it is too long; its first problem, if any.
 	phase   uint8
+	tooLong bool // the body being skipped is over the limit, not yet reported
 	length  int
 	hdrSize int
 	hdrLong bool
@@ -141,8 +153,11 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			line := lr.buf[lr.start:nl]
 			lr.start, lr.scanned = nl+1, nl+1
 			if lr.discard || len(line)-crEnd(line) > lr.max {
+				if !lr.discard {
+					lr.keepHead(line)
+				}
 				lr.discard = false
-				return nil, &tooLargeError{lr.max}
+				return nil, lr.tooLarge()
 			}
 			if line = trimLine(line); line != nil {
 				return line, nil
@@ -154,6 +169,7 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 		// framing, not message: the newline tells.
 		if !lr.discard && lr.chunked+lr.end-lr.start > lr.max+1 {
 			lr.discard = true
+			lr.keepLineHead()
 		}
 		if lr.discard {
 			if len(lr.chunks) > 0 {
@@ -167,7 +183,7 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 		if lr.err != nil {
 			if lr.discard {
 				lr.discard = false
-				return nil, &tooLargeError{lr.max}
+				return nil, lr.tooLarge()
 			}
 			if lr.chunked > 0 {
 				lr.join()
@@ -175,7 +191,8 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			line := lr.buf[lr.start:lr.end]
 			lr.start, lr.scanned = lr.end, lr.end
 			if len(line)-crEnd(line) > lr.max {
-				return nil, &tooLargeError{lr.max}
+				lr.keepHead(line)
+				return nil, lr.tooLarge()
 			}
 			if line = trimLine(line); line != nil {
 				return line, nil
@@ -184,6 +201,31 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 		}
 		lr.fill()
 	}
+}
+
+// keepLineHead keeps the head of the line being read, which is about to
+// be discarded: it starts the first chunk, or at start.
+func (lr *lineReader) keepLineHead() {
+	if len(lr.chunks) > 0 {
+		lr.keepHead(lr.chunks[0])
+	} else {
+		lr.keepHead(lr.buf[lr.start:lr.end])
+	}
+}
+
+// keepHead keeps the first bytes of msg, a message over the limit, for
+// its error: tooLargeHead of them, and never more than the limit and
+// one.
+func (lr *lineReader) keepHead(msg []byte) {
+	lr.head = append(lr.head[:0], msg[:min(len(msg), tooLargeHead, lr.max+1)]...)
+}
+
+// tooLarge returns the error for the message over the limit whose head
+// was kept.
+func (lr *lineReader) tooLarge() error {
+	err := &tooLargeError{limit: lr.max, head: bytes.Clone(lr.head)}
+	lr.head = lr.head[:0]
+	return err
 }
 
 // trimLine removes a trailing "\r" and returns nil for a blank line.
@@ -270,6 +312,7 @@ func (lr *lineReader) fill() {
 func (lr *lineReader) joinLine(nl int) int {
 	if lr.chunked+nl-lr.start > lr.max+1 { // the last byte may be a "\r"
 		lr.discard = true // reported as the newline is taken
+		lr.keepLineHead()
 		lr.dropChunks()
 		return nl
 	}

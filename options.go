@@ -80,9 +80,13 @@ type Options struct {
 	Order Order
 
 	// MaxMessageSize is the largest message read, in bytes; zero means
-	// 64 MiB. A longer one is discarded as it is read
-	// and, unless it is a response, answered with an Invalid Request
-	// error with a null id.
+	// 64 MiB. A longer one is discarded as it is read. If it is a
+	// response, it is not answered, and the call it answers fails at once
+	// with an error wrapping [ErrMessageTooLarge] (see [MayHaveRun]),
+	// provided that its first 512 bytes show its id, as they do when the
+	// id comes before the result or error, the order encoders commonly
+	// write. Anything else is answered with an Invalid Request error with
+	// a null id.
 	MaxMessageSize int
 
 	// MaxBatch is the most entries read from one batch; zero means

@@ -11,6 +11,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"reflect"
 	"strconv"
@@ -65,15 +66,7 @@ func (c *conn) deliver(e *envelope) {
 		c.log.Debug("jsonrpc: dropped an invalid response", slog.String("reason", why))
 		return
 	}
-	id, ok := parseID(e.id)
-	var p *pending
-	if ok {
-		c.pmu.Lock()
-		p = c.pending[id]
-		delete(c.pending, id)
-		c.awaiting.Store(int64(len(c.pending)))
-		c.pmu.Unlock()
-	}
+	p := c.takePending(e.id)
 	if p == nil {
 		if c.onUnknown != nil {
 			// A copy, so that only this rare path makes resp escape.
@@ -91,6 +84,101 @@ func (c *conn) deliver(e *envelope) {
 	// The caller waits for done, so its result is ours to fill.
 	p.err = decodeAnswer(resp, p.dest)
 	p.done <- struct{}{}
+}
+
+// takePending takes the call that a response with id answers out of the
+// table, and returns it, or nil if no call awaits that answer.
+func (c *conn) takePending(raw []byte) *pending {
+	id, ok := parseID(raw)
+	if !ok {
+		return nil
+	}
+	c.pmu.Lock()
+	p := c.pending[id]
+	delete(c.pending, id)
+	c.awaiting.Store(int64(len(c.pending)))
+	c.pmu.Unlock()
+	return p
+}
+
+// failTooLarge fails the call that a message too large to read answered,
+// err being its error, if the message's head shows a response (see
+// responseHeadID), and reports whether it did show one. The caller gets
+// an error wrapping ErrMessageTooLarge, and may know that the call ran.
+func (c *conn) failTooLarge(err error) bool {
+	var tl *tooLargeError
+	if !errors.As(err, &tl) {
+		return false
+	}
+	id := responseHeadID(tl.head)
+	if id == nil {
+		return false
+	}
+	p := c.takePending(id)
+	if p == nil {
+		c.log.Debug("jsonrpc: dropped a response too large to read, with an unknown id", slog.String("id", string(id)))
+		return true
+	}
+	p.err = sent(&tooLargeError{limit: tl.limit})
+	p.done <- struct{}{}
+	return true
+}
+
+// responseHeadID reads head, the first bytes of a message, and returns
+// the id of the response it starts: a single object whose members, up to
+// the last one whole in head, hold an id and a "result" or "error", but
+// no "method", and the id once. It returns nil for anything else, or
+// if the id comes after a result or error that head does not hold whole.
+func responseHeadID(head []byte) []byte {
+	i := skipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
+		return nil
+	}
+	var id []byte
+	response := false
+	i = skipSpace(head, i+1)
+	for i < len(head) && head[i] == '"' {
+		kend, escaped, ok := scanString(head, i)
+		if !ok {
+			return nil
+		}
+		key := head[i+1 : kend-1]
+		if escaped {
+			key = unescapeKey(head[i:kend])
+		}
+		i = skipSpace(head, kend)
+		if i >= len(head) || head[i] != ':' {
+			return nil
+		}
+		switch string(key) {
+		case "method":
+			return nil
+		case "result", "error":
+			if id != nil {
+				return id
+			}
+			response = true
+		}
+		vstart := skipSpace(head, i+1)
+		vend, ok := scanValue(head, vstart)
+		i = skipSpace(head, vend)
+		if !ok || i >= len(head) || head[i] != ',' {
+			// The value does not end in head, or the object does: a
+			// message whole in head is not one too large.
+			return nil
+		}
+		if string(key) == "id" {
+			switch {
+			case id != nil:
+				return nil // given twice
+			case response:
+				return head[vstart:vend]
+			}
+			id = head[vstart:vend]
+		}
+		i = skipSpace(head, i+1)
+	}
+	return nil
 }
 
 // streamItem delivers a "$/stream" notification to its call, and reports

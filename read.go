@@ -180,7 +180,11 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 		}
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
-				c.writeError(nullID, limitError("message too large", c.in.max))
+				// A response to a call of ours fails the call; a
+				// response is never answered.
+				if !c.failTooLarge(err) {
+					c.writeError(nullID, limitError("message too large", c.in.max))
+				}
 				continue
 			}
 			if errors.Is(err, ErrBadHeader) {
