@@ -729,17 +729,31 @@ func (d *discardResponse) Write(p []byte) (int, error) {
 // process, so what is counted beside it is the client's own work per
 // call.
 func BenchmarkHTTPClientCall(b *testing.B) {
-	c := &jsonrpc.HTTPClient{URL: "http://example.test/rpc", HTTP: &http.Client{Transport: echoTransport{}}}
-	params := json.RawMessage(`[1,"hello"]`)
-	b.ReportAllocs()
-	for b.Loop() {
-		var out json.RawMessage
-		if err := c.Call(b.Context(), "echo", params, &out); err != nil {
-			b.Fatal(err)
-		}
-		if string(out) != string(params) {
-			b.Fatalf("echo returned %s", out)
-		}
+	type pair struct {
+		N int    `json:"n"`
+		S string `json:"s"`
+	}
+	for _, bc := range []struct {
+		name   string
+		params any
+		want   string
+	}{
+		{"raw", json.RawMessage(`[1,"hello"]`), `[1,"hello"]`},
+		{"typed", pair{1, "hello"}, `{"n":1,"s":"hello"}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := &jsonrpc.HTTPClient{URL: "http://example.test/rpc", HTTP: &http.Client{Transport: echoTransport{}}}
+			b.ReportAllocs()
+			for b.Loop() {
+				var out json.RawMessage
+				if err := c.Call(b.Context(), "echo", bc.params, &out); err != nil {
+					b.Fatal(err)
+				}
+				if string(out) != bc.want {
+					b.Fatalf("echo returned %s", out)
+				}
+			}
+		})
 	}
 }
 

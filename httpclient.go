@@ -158,6 +158,19 @@ func readFailed(ctx context.Context, err error) error {
 // [ErrClosed] and the *url.Error or read error; [MayHaveRun] says whether
 // the call may have run.
 func (c *HTTPClient) Call(ctx context.Context, method string, params, result any) error {
+	if c.Retry == nil && len(c.Interceptors) == 0 {
+		// The params are copied into the request's bytes, and not kept.
+		raw, bp, err := encodeParamsBuf(params)
+		if err != nil {
+			return err
+		}
+		id := c.ids.Add(1)
+		body := callBody(id, method, raw)
+		if bp != nil {
+			releaseParams(bp, raw)
+		}
+		return c.exchange(ctx, nil, id, body, result)
+	}
 	raw, err := encodeParams(params)
 	if err != nil {
 		return err
@@ -181,10 +194,21 @@ func (c *HTTPClient) callOnce(ctx context.Context, method string, raw []byte, re
 // call posts the call id, with header (nil for Header), and decodes the
 // result of its answer into dest (nil to drop it).
 func (c *HTTPClient) call(ctx context.Context, header http.Header, id int64, method string, raw []byte, dest any) error {
-	// The request's bytes are sized for the call, escapes in method
-	// aside, so that they take one allocation.
+	return c.exchange(ctx, header, id, callBody(id, method, raw), dest)
+}
+
+// callBody returns the request of the call id. Its bytes are sized for
+// the call, escapes in method aside, so that they take one allocation.
+func callBody(id int64, method string, raw []byte) []byte {
 	body := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":"","params":}`)+20+len(method)+len(raw))
-	x, err := c.post(ctx, appendCall(body, id, method, raw), c.accept(), header)
+	return appendCall(body, id, method, raw)
+}
+
+// exchange posts body, the request of the call id, with header (nil for
+// Header), and decodes the result of its answer into dest (nil to drop
+// it).
+func (c *HTTPClient) exchange(ctx context.Context, header http.Header, id int64, body []byte, dest any) error {
+	x, err := c.post(ctx, body, c.accept(), header)
 	if err != nil {
 		return err
 	}
