@@ -64,8 +64,11 @@ func (c *conn) call(ctx context.Context, method string, params, result any, oc *
 		if c.drop(id) {
 			return c.sendErr(ctx, err)
 		}
-		<-p.done
-		return unsent(p.err) // failed by failCalls, but never sent
+		<-p.done // failed by failCalls
+		if _, out := err.(*sentError); out {
+			return p.err
+		}
+		return unsent(p.err) // never sent
 	}
 	if rc != nil {
 		c.leaveSlot(rc)
@@ -144,7 +147,11 @@ func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
 		c.talked.Store(true)
 	}
 	if ctx.Done() == nil {
-		return c.out.append(add, true)
+		out, err := c.out.appendSent(add)
+		if err != nil && out {
+			return sent(err) // the peer may have read it
+		}
+		return err
 	}
 	if err := c.out.appendCtx(ctx, add); err != nil {
 		return err
@@ -153,8 +160,12 @@ func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
 	return nil
 }
 
-// sendErr is the error for a message that send did not buffer.
+// sendErr is the error for a message that send failed to send, marked
+// as sent if send said that the peer may have read it.
 func (c *conn) sendErr(ctx context.Context, err error) error {
+	if s, ok := err.(*sentError); ok {
+		return sent(c.sendErr(ctx, s.err))
+	}
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return ctxErr
 	}

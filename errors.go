@@ -218,8 +218,9 @@ func (e *closedError) Unwrap() []error {
 // false only when the call surely did not run:
 //   - its request was never sent: its params could not be encoded, its
 //     ctx had ended or the connection was closed (an error wrapping
-//     [ErrClosed]) before the request was handed to the connection, or,
-//     over HTTP, the connection to the server could not be made;
+//     [ErrClosed]) before the request was handed to the connection, the
+//     write that failed took none of its bytes, or, over HTTP, the
+//     connection to the server could not be made;
 //   - the peer answered that it did not run it: [ErrNotRun] (an HTTP 503
 //     too), [ErrOverloaded], [ErrParse], [ErrInvalidRequest] or
 //     [ErrMethodNotFound], or an [HTTPError] with a status under 500,

@@ -2,8 +2,10 @@ package jsonrpc_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -203,6 +205,57 @@ func TestMayHaveRunValues(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, jsonrpc.MayHaveRun(tc.err))
+		})
+	}
+}
+
+// shortWriter takes the first n bytes written to it, and fails the write
+// that would pass them and every write after.
+type shortWriter struct {
+	mu   sync.Mutex
+	n    int
+	took []byte
+}
+
+func (w *shortWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := min(len(p), w.n-len(w.took))
+	w.took = append(w.took, p[:k]...)
+	if k < len(p) {
+		return k, errors.New("the write failed (test)")
+	}
+	return k, nil
+}
+
+// TestMayHaveRunFailedWrite: a call whose write fails says it may have
+// run once any byte of its request went out (the peer may read a line
+// that lacks only its newline, or the whole request went out before the
+// failure), and says it did not when none did.
+func TestMayHaveRunFailedWrite(t *testing.T) {
+	const request = `{"jsonrpc":"2.0","id":1,"method":"m"}` + "\n"
+	for _, tc := range []struct {
+		name string
+		n    int // bytes the writer takes
+		ran  bool
+	}{
+		{"nothing written", 0, false},
+		{"a part written", 10, true},
+		{"all but the newline", len(request) - 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			pr, pw := io.Pipe()
+			w := &shortWriter{n: tc.n}
+			c := jsonrpc.NewConn(pr, w, nil)
+			err := c.Call(context.Background(), "m", nil, nil)
+			require.ErrorIs(t, err, jsonrpc.ErrClosed)
+			assert.Equal(t, tc.ran, jsonrpc.MayHaveRun(err), "%v", err)
+			w.mu.Lock()
+			assert.Equal(t, request[:tc.n], string(w.took))
+			w.mu.Unlock()
+			_ = pw.Close()
+			_ = c.Close()
 		})
 	}
 }

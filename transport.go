@@ -30,6 +30,14 @@ type lineWriter struct {
 	writing bool
 	writes  uint64 // writes ended
 	err     error
+
+	// gen counts the buffers taken to be written: the lines in buf are
+	// in buffer gen. failGen is one more than the buffer whose write
+	// failed, if one did, and failN how much of it went out; so a caller
+	// learns whether its line reached the writer (see appendSent).
+	gen     uint64
+	failGen uint64
+	failN   int
 	closed  atomic.Bool
 	wClosed atomic.Bool // the underlying writer has been closed
 
@@ -116,6 +124,49 @@ func (lw *lineWriter) append(add func([]byte) []byte, flush bool) error {
 		}
 	}
 	return lw.flushLocked()
+}
+
+// appendSent is append with flush set, for a request: on failure, it
+// reports whether any byte of the line went out to the writer, so that
+// the peer may have read it (see MayHaveRun). A line written in a buffer
+// that writeLarge put back together counts as gone out.
+func (lw *lineWriter) appendSent(add func([]byte) []byte) (out bool, err error) {
+	lw.mu.Lock()
+	for lw.full() {
+		lw.cond.Wait()
+	}
+	if lw.err != nil {
+		err := lw.err
+		lw.mu.Unlock()
+		return false, err
+	}
+	gen, start := lw.gen, len(lw.buf)
+	lw.addLine(add)
+	if err = lw.flushLocked(); err == nil {
+		return true, nil
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.gen > gen && (lw.failGen != gen+1 || lw.failN > start), err
+}
+
+// take takes the buffer to be written, and returns it with its
+// generation.
+func (lw *lineWriter) take() (data []byte, gen uint64) {
+	data, gen = lw.buf, lw.gen
+	lw.buf, lw.spare = lw.spare[:0], nil
+	lw.gen++
+	lw.writing = true
+	return data, gen
+}
+
+// failed records the first write error, err, of buffer gen, of which n
+// bytes went out.
+func (lw *lineWriter) failed(err error, gen uint64, n int) {
+	if err != nil && lw.err == nil {
+		lw.err = err
+		lw.failGen, lw.failN = gen+1, n
+	}
 }
 
 // appendNow adds one line, built by add, for a goroutine that must not
@@ -251,16 +302,14 @@ func (lw *lineWriter) writeLarge(head, body, tail []byte) error {
 		lw.mu.Unlock()
 		return err
 	}
-	data := lw.buf
+	data, gen := lw.take()
 	if lw.mode == modeHeader {
 		data = appendHeader(data, len(head)+len(body)+len(tail))
 	}
 	data = append(data, head...)
-	lw.buf, lw.spare = lw.spare[:0], nil
-	lw.writing = true
 	lw.mu.Unlock()
 
-	_, err := lw.w.Write(data)
+	n, err := lw.w.Write(data)
 	if err == nil {
 		_, err = lw.w.Write(body)
 	}
@@ -274,9 +323,9 @@ func (lw *lineWriter) writeLarge(head, body, tail []byte) error {
 	lw.buf = append(line, gathered...)
 	lw.spare = gathered[:0]
 	lw.writing = false
-	if err != nil && lw.err == nil {
-		lw.err = err
-	}
+	lw.failed(err, gen, n)
+	// The lines gathered meanwhile moved: count them as gone out.
+	lw.gen++
 	lw.cond.Broadcast()
 	return lw.flushLocked()
 }
@@ -309,18 +358,14 @@ func (lw *lineWriter) flushLocked() error {
 			lw.mu.Unlock()
 			return nil
 		}
-		data := lw.buf
-		lw.buf, lw.spare = lw.spare[:0], nil
-		lw.writing = true
+		data, gen := lw.take()
 		lw.mu.Unlock()
-		_, err := lw.w.Write(data)
+		n, err := lw.w.Write(data)
 		lw.mu.Lock()
 		lw.writes++
 		lw.writing = false
 		lw.spare = data[:0]
-		if err != nil && lw.err == nil {
-			lw.err = err
-		}
+		lw.failed(err, gen, n)
 		lw.cond.Broadcast()
 	}
 }
