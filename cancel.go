@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
+	"unicode/utf8"
 )
 
 // A Cancellation is a convention for cancelling requests: the notification
@@ -22,7 +24,9 @@ import (
 //
 // A cancel from the peer takes effect whenever it comes: a request still
 // waiting never runs, and a running one has its context cancelled, with a
-// [*CancelError] as the cause.
+// [*CancelError] as the cause. It reaches every request in flight whose
+// id has the value it names: a string id as decoded, whatever escapes
+// either side wrote ("\u0061" names "a"), and a number as written.
 type Cancellation struct {
 	// Method is the cancel notification's method; "" means
 	// "$/cancelRequest".
@@ -159,7 +163,7 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte) {
 		return
 	}
 	c.mu.Lock()
-	list := c.takeActiveLocked(string(id))
+	list := c.takeActiveLocked(activeKey(string(id)))
 	c.mu.Unlock()
 	cause := &CancelError{Method: in.conv.method(), ID: ID{raw: string(id)}, Params: append(json.RawMessage(nil), params...)}
 	mark := uint32(flagPeerCancelled)
@@ -229,23 +233,57 @@ func (c *conn) registerLocked(rc *reqCtx) {
 	if c.active == nil {
 		c.active = make(map[string][]*reqCtx)
 	}
-	list := append(c.active[rc.id], rc)
-	c.active[rc.id] = list
+	key := activeKey(rc.id)
+	list := append(c.active[key], rc)
+	c.active[key] = list
 	rc.pos = int32(len(list))
 }
 
 func (c *conn) unregisterLocked(rc *reqCtx) {
-	list := c.active[rc.id]
+	key := activeKey(rc.id)
+	list := c.active[key]
 	i, last := rc.pos-1, len(list)-1
 	moved := list[last]
 	list[i], moved.pos = moved, i+1
 	list[last] = nil
 	if last == 0 {
-		delete(c.active, rc.id)
+		delete(c.active, key)
 	} else {
-		c.active[rc.id] = list[:last]
+		c.active[key] = list[:last]
 	}
 	rc.pos = 0
+}
+
+// activeKey is the key of id, a request's id as the peer wrote it, in
+// the table of requests a cancel may reach, so that a cancel names a
+// request by the value of its id, whatever escapes each wrote in a
+// string: the id itself, unless it is a string with escapes, which is
+// written again with none but those JSON needs ('"', '\\' and the
+// control characters). A string whose escapes decode to something other
+// than valid UTF-8 (a lone surrogate) keeps its bytes, so that no two
+// such ids share a key. Numbers are compared as written.
+func activeKey(id string) string {
+	if len(id) == 0 || id[0] != '"' || strings.IndexByte(id, '\\') < 0 {
+		return id
+	}
+	var s string
+	if json.Unmarshal([]byte(id), &s) != nil || strings.ContainsRune(s, utf8.RuneError) {
+		return id
+	}
+	b := make([]byte, 0, len(id))
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, `\u00`...)
+			b = append(b, hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(append(b, '"'))
 }
 
 // takeActiveLocked takes every request in flight with id out of reach of

@@ -293,3 +293,30 @@ func TestCancelLaterBatchEntry(t *testing.T) {
 	for range lines {
 	}
 }
+
+// TestCancelEscapedID: a cancel names a request by its id as a JSON
+// value, whatever escapes either wrote in a string id; the answer still
+// carries the id byte for byte as the request wrote it.
+func TestCancelEscapedID(t *testing.T) {
+	for _, tc := range []struct{ request, cancel string }{
+		{`"a"`, `"\u0061"`},
+		{`"\u0061"`, `"a"`},
+		{`"\u003c1\u003e"`, `"<1>"`},
+		{`"q\"\/"`, `"q\u0022/"`},
+	} {
+		t.Run(tc.request, func(t *testing.T) {
+			checkLeaks(t)
+			started := make(chan struct{}, 1)
+			in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: waitingMux(started)}})
+			_, err := io.WriteString(in, `{"jsonrpc":"2.0","id":`+tc.request+`,"method":"wait"}`+"\n")
+			require.NoError(t, err)
+			recv(t, started, "the request running")
+			_, err = io.WriteString(in, `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":`+tc.cancel+`}}`+"\n")
+			require.NoError(t, err)
+			assert.Equal(t, `{"jsonrpc":"2.0","id":`+tc.request+`,"error":{"code":-32800,"message":"Request cancelled"}}`, h3Recv(t, lines, "the cancelled request's answer"))
+			require.NoError(t, in.Close())
+			for range lines {
+			}
+		})
+	}
+}
