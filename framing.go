@@ -81,9 +81,11 @@ func (LineFraming) AppendFrame(dst, msg []byte) []byte {
 //
 // The reader keeps the stream going after a bad message wherever it can,
 // and each bad message costs one error:
-//   - A Content-Length over the limit is reported, as soon as its header
-//     block is read, with an error wrapping [ErrMessageTooLarge]; the body
-//     is then discarded as it arrives, never held.
+//   - A Content-Length over the limit is reported with an error wrapping
+//     [ErrMessageTooLarge] once the body's first bytes (512 at most) are
+//     read, so that a connection can tell which call a response too large
+//     answered; the rest of the body is discarded as it arrives, never
+//     held.
 //   - A header block longer than 8 KiB is read up to its empty line, any
 //     line over 8 KiB being discarded as it arrives, and reported with an
 //     error wrapping [ErrBadHeader]; if it held a valid Content-Length, the

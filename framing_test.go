@@ -940,6 +940,13 @@ func TestResponseHeadID(t *testing.T) {
 		{`{"id":7,"id":8,"result":"yyy`, ""},                       // the id twice
 		{`{"jsonrpc":"2.0","id":7`, ""},                            // the id may go on
 		{`{"jsonrpc":"2.0","id":7}`, ""},                           // whole, and no response
+		{`{"jsonrpc":"2.0","id":7,"result":1}`, "7"},               // whole (a limit under the head's size)
+		{`{"jsonrpc":"2.0","result":1,"id":7}`, "7"},
+		{`{"jsonrpc":"2.0","id":7,"result":1,"method":"m","params":"yyy`, ""}, // a method after the result
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x"},"method":"m","params":"yyy`, ""},
+		{`{"jsonrpc":"2.0","id":7,"result":1,"id":8,"x":"yyy`, ""}, // the id twice, after the result
+		{`{"jsonrpc":"2.0","id":7,"result":1,"meth`, "7"},          // a name cut short shows nothing more
+		{`{"jsonrpc":"2.0","id":"abc`, ""},                         // an id cut short
 		{`[{"jsonrpc":"2.0","id":7,"result":"yyy`, ""},             // a batch
 		{`{"jsonrpc":"2.0","id":7,,"result":"yyy`, ""},
 		{`{"jsonrpc":"2.0","id":7 "result":"yyy`, ""},

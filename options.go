@@ -80,13 +80,18 @@ type Options struct {
 	Order Order
 
 	// MaxMessageSize is the largest message read, in bytes; zero means
-	// 64 MiB. A longer one is discarded as it is read. If it is a
-	// response, it is not answered, and the call it answers fails at once
-	// with an error wrapping [ErrMessageTooLarge] (see [MayHaveRun]),
-	// provided that its first 512 bytes show its id, as they do when the
-	// id comes before the result or error, the order encoders commonly
-	// write. Anything else is answered with an Invalid Request error with
-	// a null id.
+	// 64 MiB. A longer one is discarded as it is read, and answered with
+	// an Invalid Request error with a null id, unless its first bytes
+	// (512, or the limit and one if fewer) show a response: its id and
+	// its "result" or "error" member, and no "method", as they do when
+	// the id comes before the result or error, the order encoders
+	// commonly write. Such a response is not answered, and the call it
+	// answers fails with an error wrapping [ErrMessageTooLarge] (see
+	// [MayHaveRun]) once the message is read past: at its newline, or
+	// under [HeaderFraming] once the first bytes of its body have come. A
+	// batch of responses, or a response over the limit of a Framing or
+	// Transport of one's own, which gives no first bytes, is answered,
+	// and its calls wait for their contexts.
 	MaxMessageSize int
 
 	// MaxBatch is the most entries read from one batch; zero means

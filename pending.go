@@ -124,11 +124,12 @@ func (c *conn) failTooLarge(err error) bool {
 	return true
 }
 
-// responseHeadID reads head, the first bytes of a message, and returns
-// the id of the response it starts: a single object whose members, up to
-// the last one whole in head, hold an id and a "result" or "error", but
-// no "method", and the id once. It returns nil for anything else, or
-// if the id comes after a result or error that head does not hold whole.
+// responseHeadID reads head, the first bytes of a message over the limit
+// (or all of it, when the limit is under the head's size), and returns
+// the id of the response it starts: a single object whose members whole
+// in head hold the id, once, and a "result" or "error" (whose value may
+// go on past head), but no "method". It returns nil for anything else:
+// when the id, or the result or error, lies past head, nothing is sure.
 func responseHeadID(head []byte) []byte {
 	i := skipSpace(head, 0)
 	if i >= len(head) || head[i] != '{' {
@@ -136,49 +137,73 @@ func responseHeadID(head []byte) []byte {
 	}
 	var id []byte
 	response := false
+	// found is what a head that ends here shows.
+	found := func() []byte {
+		if response {
+			return id
+		}
+		return nil
+	}
 	i = skipSpace(head, i+1)
-	for i < len(head) && head[i] == '"' {
+	for {
+		if i >= len(head) {
+			return found()
+		}
+		if head[i] == '}' && id == nil && !response {
+			return nil // an empty object
+		}
+		if head[i] != '"' {
+			return nil
+		}
 		kend, escaped, ok := scanString(head, i)
 		if !ok {
-			return nil
+			return found() // the name goes on past head, or is bad
 		}
 		key := head[i+1 : kend-1]
 		if escaped {
 			key = unescapeKey(head[i:kend])
 		}
 		i = skipSpace(head, kend)
-		if i >= len(head) || head[i] != ':' {
+		if i >= len(head) {
+			return found()
+		}
+		if head[i] != ':' {
 			return nil
 		}
 		switch string(key) {
 		case "method":
 			return nil
 		case "result", "error":
-			if id != nil {
-				return id
-			}
 			response = true
 		}
 		vstart := skipSpace(head, i+1)
 		vend, ok := scanValue(head, vstart)
 		i = skipSpace(head, vend)
-		if !ok || i >= len(head) || head[i] != ',' {
-			// The value does not end in head, or the object does: a
-			// message whole in head is not one too large.
-			return nil
+		if !ok || i >= len(head) {
+			// The value may go on past head: an id cut short is no
+			// id.
+			if string(key) == "id" {
+				return nil
+			}
+			return found()
 		}
 		if string(key) == "id" {
-			switch {
-			case id != nil:
+			if id != nil {
 				return nil // given twice
-			case response:
-				return head[vstart:vend]
 			}
 			id = head[vstart:vend]
 		}
-		i = skipSpace(head, i+1)
+		switch head[i] {
+		case ',':
+			i = skipSpace(head, i+1)
+		case '}':
+			// The whole message, under the head's size: it is what it
+			// shows.
+			return found()
+		default:
+			return nil
+		}
 	}
-	return nil
 }
 
 // streamItem delivers a "$/stream" notification to its call, and reports

@@ -180,8 +180,8 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 		}
 		if err != nil {
 			if errors.Is(err, ErrMessageTooLarge) {
-				// A response to a call of ours fails the call; a
-				// response is never answered.
+				// A response to a call of ours, as far as its head
+				// shows, fails the call and is not answered.
 				if !c.failTooLarge(err) {
 					c.writeError(nullID, limitError("message too large", c.in.max))
 				}
