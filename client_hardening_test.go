@@ -826,10 +826,11 @@ func TestClientHardeningCloseEndsBlockedWrite(t *testing.T) {
 }
 
 // TestClientHardeningResponseTooLarge: a response over the Conn's
-// MaxMessageSize is never held, yet the call it answers learns of it at
-// once (an error wrapping ErrMessageTooLarge, and the call ran), in every
-// framing the library reads, whatever the size of the response against
-// the read buffer; the peer is not answered, and the next call goes on.
+// MaxMessageSize is never held, yet the call it answers learns of it (an
+// error wrapping ErrMessageTooLarge, and the call ran), in every framing
+// the library reads, whatever the size of the response against the read
+// buffer; the peer is not answered, and the next call goes on. A stream's
+// item over the limit ends the stream with that error.
 func TestClientHardeningResponseTooLarge(t *testing.T) {
 	const limit = 1000
 	for _, f := range []jsonrpc.Framing{jsonrpc.LineFraming{}, jsonrpc.HeaderFraming{}} {
@@ -862,11 +863,20 @@ func TestClientHardeningResponseTooLarge(t *testing.T) {
 						}
 						read <- req.Method
 						result := `"` + req.Method + `"`
-						if req.Method == "big" {
+						var out []byte
+						switch req.Method {
+						case "big":
 							result = big
+						case "stream":
+							// Three items, the second past the limit.
+							for _, item := range []string{`"1"`, big, `"3"`} {
+								out = f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","method":"$/stream","params":{"id":`+string(req.ID)+`,"item":`+item+`}}`))
+							}
+						case "$/cancelRequest":
+							continue
 						}
-						ans := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + result + `}`
-						if _, err := respW.Write(f.AppendFrame(nil, []byte(ans))); err != nil {
+						out = f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+result+`}`))
+						if _, err := respW.Write(out); err != nil {
 							return
 						}
 					}
@@ -879,12 +889,26 @@ func TestClientHardeningResponseTooLarge(t *testing.T) {
 				assert.True(t, jsonrpc.MayHaveRun(err), "the peer answered: the call ran")
 				require.NoError(t, c.Call(ctx, "small", nil, &got))
 				assert.Equal(t, "small", got)
+
+				// A stream's item too large ends the stream with the
+				// error, after the items before it, and cancels the call.
+				var items []string
+				for item, err := range c.Stream(ctx, "stream", nil) {
+					if err != nil {
+						require.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+						items = append(items, "error")
+						break
+					}
+					items = append(items, string(item))
+				}
+				assert.Equal(t, []string{`"1"`, "error"}, items)
+				require.NoError(t, c.Call(ctx, "small", nil, &got))
 				require.NoError(t, c.Close())
 				var methods []string
 				for m := range read {
 					methods = append(methods, m)
 				}
-				assert.Equal(t, []string{"big", "small"}, methods, "the peer was sent nothing but the calls")
+				assert.Equal(t, []string{"big", "small", "stream", "$/cancelRequest", "small"}, methods, "the peer was sent nothing but the calls and the stream's cancel")
 			})
 		}
 	}

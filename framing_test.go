@@ -958,3 +958,25 @@ func TestResponseHeadID(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamHeadID: the call a stream item too large to read was for is
+// read from its head only when the head shows it surely.
+func TestStreamHeadID(t *testing.T) {
+	tests := []struct{ head, id string }{
+		{`{"jsonrpc":"2.0","method":"$/stream","params":{"id":3,"item":"yyy`, "3"},
+		{`{"method":"$/stream","jsonrpc":"2.0","params":{"item":1,"id":3,"x":"yyy`, "3"},
+		{`{"jsonrpc":"2.0","method":"$/stream","params":{"item":"yyy`, ""},             // the id lies beyond the head
+		{`{"jsonrpc":"2.0","method":"$/stream","params":{"id":3`, ""},                  // the id may go on
+		{`{"jsonrpc":"2.0","method":"$/stream","params":{"id":3,"id":4,"item":"y`, ""}, // the id twice
+		{`{"jsonrpc":"2.0","params":{"id":3,"item":"yyy`, ""},                          // params before the method
+		{`{"jsonrpc":"2.0","method":"other","params":{"id":3,"item":"yyy`, ""},
+		{`{"jsonrpc":"2.0","id":9,"method":"$/stream","params":{"id":3,"item":"y`, ""}, // a request
+		{`{"jsonrpc":"2.0","method":"$/stream","method":"$/stream","params":{"id":3,"item":"y`, ""},
+		{`{"jsonrpc":"2.0","method":"$/str`, ""},
+	}
+	for _, tt := range tests {
+		if got := string(streamHeadID([]byte(tt.head))); got != tt.id {
+			t.Errorf("streamHeadID(%s) = %q, want %q", tt.head, got, tt.id)
+		}
+	}
+}

@@ -88,10 +88,12 @@ type Options struct {
 	// commonly write. Such a response is not answered, and the call it
 	// answers fails with an error wrapping [ErrMessageTooLarge] (see
 	// [MayHaveRun]) once the message is read past: at its newline, or
-	// under [HeaderFraming] once the first bytes of its body have come. A
-	// batch of responses, or a response over the limit of a Framing or
-	// Transport of one's own, which gives no first bytes, is answered,
-	// and its calls wait for their contexts.
+	// under [HeaderFraming] once the first bytes of its body have come. An
+	// item of a stream (a [StreamItemMethod] notification) whose first
+	// bytes show its call's id ends that stream with the same error, and
+	// cancels the call. A batch of responses, or a response over the
+	// limit of a Framing or Transport of one's own, which gives no first
+	// bytes, is answered, and its calls wait for their contexts.
 	MaxMessageSize int
 
 	// MaxBatch is the most entries read from one batch; zero means

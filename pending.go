@@ -101,27 +101,107 @@ func (c *conn) takePending(raw []byte) *pending {
 	return p
 }
 
-// failTooLarge fails the call that a message too large to read answered,
-// err being its error, if the message's head shows a response (see
-// responseHeadID), and reports whether it did show one. The caller gets
-// an error wrapping ErrMessageTooLarge, and may know that the call ran.
+// failTooLarge fails the call that a message too large to read was for,
+// err being its error, if the message's head shows it: a response (see
+// responseHeadID), or an item of a stream (see streamHeadID), which ends
+// the stream as an overflow does. It reports whether the head showed
+// either, so that the message goes unanswered. The caller gets an error
+// wrapping ErrMessageTooLarge, and may know that the call ran.
 func (c *conn) failTooLarge(err error) bool {
 	var tl *tooLargeError
 	if !errors.As(err, &tl) {
 		return false
 	}
-	id := responseHeadID(tl.head)
-	if id == nil {
-		return false
-	}
-	p := c.takePending(id)
-	if p == nil {
-		c.log.Debug("jsonrpc: dropped a response too large to read, with an unknown id", slog.String("id", string(id)))
+	if id := responseHeadID(tl.head); id != nil {
+		p := c.takePending(id)
+		if p == nil {
+			c.log.Debug("jsonrpc: dropped a response too large to read, with an unknown id", slog.String("id", string(id)))
+			return true
+		}
+		p.err = sent(&tooLargeError{limit: tl.limit})
+		p.done <- struct{}{}
 		return true
 	}
-	p.err = sent(&tooLargeError{limit: tl.limit})
-	p.done <- struct{}{}
+	id, ok := parseID(streamHeadID(tl.head))
+	if !ok || id <= 0 || id > c.ids.n.Load() {
+		return false // not an item for a call of ours
+	}
+	c.pmu.Lock()
+	p := c.pending[id]
+	c.pmu.Unlock()
+	if p != nil && p.stream && c.drop(id) {
+		c.sendCancel(id)
+		p.err = sent(&tooLargeError{limit: tl.limit})
+		p.done <- struct{}{}
+	}
 	return true
+}
+
+// headEnd says how headMembers ended.
+type headEnd uint8
+
+const (
+	headCut    headEnd = iota // head ran out, or f stopped the walk
+	headClosed                // the object ended in head
+	headBad                   // head does not start an object as JSON writes one
+)
+
+// headMembers walks the members of the object that head, the first bytes
+// of a message, starts: it calls f with each member's name (decoded),
+// its value, and whether the value is whole in head, until f returns
+// false or a value is not whole (its part in head is passed). A name that
+// head cuts short ends the walk unseen.
+func headMembers(head []byte, f func(name, value []byte, whole bool) bool) headEnd {
+	i := skipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
+		return headBad
+	}
+	i = skipSpace(head, i+1)
+	if i < len(head) && head[i] == '}' {
+		return headClosed
+	}
+	for {
+		if i >= len(head) {
+			return headCut
+		}
+		if head[i] != '"' {
+			return headBad
+		}
+		kend, escaped, ok := scanString(head, i)
+		if !ok {
+			return headCut // cut short, or bad: nothing is sure
+		}
+		name := head[i+1 : kend-1]
+		if escaped {
+			name = unescapeKey(head[i:kend])
+		}
+		i = skipSpace(head, kend)
+		if i >= len(head) {
+			return headCut
+		}
+		if head[i] != ':' {
+			return headBad
+		}
+		vstart := skipSpace(head, i+1)
+		vend, ok := scanValue(head, vstart)
+		i = skipSpace(head, vend)
+		if !ok || i >= len(head) {
+			// The value may go on past head (a number too).
+			f(name, head[vstart:], false)
+			return headCut
+		}
+		if !f(name, head[vstart:vend], true) {
+			return headCut
+		}
+		switch head[i] {
+		case ',':
+			i = skipSpace(head, i+1)
+		case '}':
+			return headClosed
+		default:
+			return headBad
+		}
+	}
 }
 
 // responseHeadID reads head, the first bytes of a message over the limit
@@ -131,79 +211,59 @@ func (c *conn) failTooLarge(err error) bool {
 // go on past head), but no "method". It returns nil for anything else:
 // when the id, or the result or error, lies past head, nothing is sure.
 func responseHeadID(head []byte) []byte {
-	i := skipSpace(head, 0)
-	if i >= len(head) || head[i] != '{' {
-		return nil
-	}
 	var id []byte
-	response := false
-	// found is what a head that ends here shows.
-	found := func() []byte {
-		if response {
-			return id
-		}
-		return nil
-	}
-	i = skipSpace(head, i+1)
-	for {
-		if i >= len(head) {
-			return found()
-		}
-		if head[i] == '}' && id == nil && !response {
-			return nil // an empty object
-		}
-		if head[i] != '"' {
-			return nil
-		}
-		kend, escaped, ok := scanString(head, i)
-		if !ok {
-			return found() // the name goes on past head, or is bad
-		}
-		key := head[i+1 : kend-1]
-		if escaped {
-			key = unescapeKey(head[i:kend])
-		}
-		i = skipSpace(head, kend)
-		if i >= len(head) {
-			return found()
-		}
-		if head[i] != ':' {
-			return nil
-		}
-		switch string(key) {
+	response, bad := false, false
+	end := headMembers(head, func(name, value []byte, whole bool) bool {
+		switch string(name) {
 		case "method":
-			return nil
+			bad = true
 		case "result", "error":
 			response = true
+		case "id":
+			bad = !whole || id != nil // cut short, or given twice
+			id = value
 		}
-		vstart := skipSpace(head, i+1)
-		vend, ok := scanValue(head, vstart)
-		i = skipSpace(head, vend)
-		if !ok || i >= len(head) {
-			// The value may go on past head: an id cut short is no
-			// id.
-			if string(key) == "id" {
-				return nil
-			}
-			return found()
-		}
-		if string(key) == "id" {
-			if id != nil {
-				return nil // given twice
-			}
-			id = head[vstart:vend]
-		}
-		switch head[i] {
-		case ',':
-			i = skipSpace(head, i+1)
-		case '}':
-			// The whole message, under the head's size: it is what it
-			// shows.
-			return found()
-		default:
-			return nil
-		}
+		return !bad
+	})
+	if bad || end == headBad || !response {
+		return nil
 	}
+	return id
+}
+
+// streamHeadID reads head as responseHeadID does, and returns the id of
+// the call whose stream item it starts: a "$/stream" notification whose
+// method, whole in head, comes before its params, and whose params (which
+// may go on past head) hold the call's id, once, in members whole in
+// head. It returns nil for anything else.
+func streamHeadID(head []byte) []byte {
+	var method, id []byte
+	bad := false
+	end := headMembers(head, func(name, value []byte, whole bool) bool {
+		switch string(name) {
+		case "id", "result", "error":
+			bad = true // not a notification
+		case "method":
+			bad = !whole || method != nil || string(value) != `"`+StreamItemMethod+`"`
+			method = value
+		case "params":
+			bad = method == nil
+			if !bad {
+				headMembers(value, func(name, value []byte, whole bool) bool {
+					if string(name) == "id" {
+						bad = bad || !whole || id != nil
+						id = value
+					}
+					return !bad
+				})
+			}
+		}
+		return !bad
+	})
+	if bad || end == headBad || method == nil {
+		return nil
+	}
+	return id
 }
 
 // streamItem delivers a "$/stream" notification to its call, and reports
