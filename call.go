@@ -271,8 +271,9 @@ func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method stri
 	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
 	if err != nil {
 		if !c.drop(id) {
-			<-p.done // failed by failCalls, but never sent
+			<-p.done // failed by failCalls meanwhile
 		}
+		// Sent or not as send says (see call).
 		return nil, false, c.sendErr(ctx, err)
 	}
 	if rc != nil {

@@ -259,3 +259,40 @@ func TestMayHaveRunFailedWrite(t *testing.T) {
 		})
 	}
 }
+
+// failedWriteTransport hands nothing back, and fails every WriteMessage after
+// the message may have gone out, as a transport whose write timed out
+// once its bytes were on the wire does.
+type failedWriteTransport struct {
+	closed chan struct{}
+	once   sync.Once
+	sent   chan string
+}
+
+func (t *failedWriteTransport) ReadMessage() ([]byte, error) {
+	<-t.closed
+	return nil, io.EOF
+}
+
+func (t *failedWriteTransport) WriteMessage(msg []byte) error {
+	t.sent <- string(msg)
+	return errors.New("the write timed out after the message went out (test)")
+}
+
+func (t *failedWriteTransport) Close() error {
+	t.once.Do(func() { close(t.closed) })
+	return nil
+}
+
+// TestMayHaveRunFailedTransportWrite: over a Transport, a request handed
+// to WriteMessage may have run, whatever WriteMessage returned.
+func TestMayHaveRunFailedTransportWrite(t *testing.T) {
+	checkLeaks(t)
+	tr := &failedWriteTransport{closed: make(chan struct{}), sent: make(chan string, 1)}
+	c := jsonrpc.NewTransportConn(tr, nil)
+	err := c.Call(context.Background(), "m", nil, nil)
+	require.ErrorIs(t, err, jsonrpc.ErrClosed)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"method":"m"}`, recv(t, tr.sent, "the request handed to the transport"))
+	assert.True(t, jsonrpc.MayHaveRun(err), "%v", err)
+	_ = c.Close()
+}

@@ -180,7 +180,9 @@ func (e *transportEnd) Write(p []byte) (int, error) {
 	for n := 0; n < len(p); {
 		end := n + recordHead + int(binary.LittleEndian.Uint64(p[n:]))
 		if err := e.t.WriteMessage(p[n+recordHead : end : end]); err != nil {
-			return n, err
+			// The message may have gone out before the failure: it
+			// counts as written (see MayHaveRun).
+			return end, err
 		}
 		n = end
 	}

@@ -31,8 +31,9 @@ type lineWriter struct {
 	writes  uint64 // writes ended
 	err     error
 
-	// gen counts the buffers taken to be written: the lines in buf are
-	// in buffer gen. failGen is one more than the buffer whose write
+	// gen numbers the buffers: the lines in buf are in buffer gen, and it
+	// moves on when buf is taken to be written, or put back together
+	// with other lines by writeLarge. failGen is one more than the buffer whose write
 	// failed, if one did, and failN how much of it went out; so a caller
 	// learns whether its line reached the writer (see appendSent).
 	gen     uint64
