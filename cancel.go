@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -26,7 +27,9 @@ import (
 // waiting never runs, and a running one has its context cancelled, with a
 // [*CancelError] as the cause. It reaches every request in flight whose
 // id has the value it names: a string id as decoded, whatever escapes
-// either side wrote ("\u0061" names "a"), and a number as written.
+// either side wrote ("\u0061" names "a"; only an escaped lone surrogate,
+// which stands for no character, is compared as written), and a number
+// as written.
 type Cancellation struct {
 	// Method is the cancel notification's method; "" means
 	// "$/cancelRequest".
@@ -259,21 +262,60 @@ func (c *conn) unregisterLocked(rc *reqCtx) {
 // request by the value of its id, whatever escapes each wrote in a
 // string: the id itself, unless it is a string with escapes, which is
 // written again with none but those JSON needs ('"', '\\' and the
-// control characters). A string whose escapes decode to something other
-// than valid UTF-8 (a lone surrogate) keeps its bytes, so that no two
-// such ids share a key. Numbers are compared as written.
+// control characters). An escape of a lone surrogate, which stands for
+// no character, keeps the id's bytes as they are. Numbers are compared
+// as written.
 func activeKey(id string) string {
-	if len(id) == 0 || id[0] != '"' || strings.IndexByte(id, '\\') < 0 {
+	if len(id) < 2 || id[0] != '"' || strings.IndexByte(id, '\\') < 0 {
 		return id
 	}
-	var s string
-	if json.Unmarshal([]byte(id), &s) != nil || strings.ContainsRune(s, utf8.RuneError) {
-		return id
-	}
+	raw := []byte(id)
 	b := make([]byte, 0, len(id))
 	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
+	for i := 1; i < len(id)-1; i++ {
+		c := id[i]
+		if c != '\\' {
+			b = append(b, c)
+			continue
+		}
+		i++
+		switch id[i] {
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		case 'u':
+			r, ok := hex4(raw, i+1)
+			i += 4
+			if utf16.IsSurrogate(r) {
+				lo, ok2 := rune(0), false
+				if i+6 < len(id) && id[i+1] == '\\' && id[i+2] == 'u' {
+					lo, ok2 = hex4(raw, i+3)
+				}
+				r = utf16.DecodeRune(r, lo)
+				if !ok || !ok2 || r == utf8.RuneError {
+					return id // a lone surrogate
+				}
+				i += 6
+			}
+			if !ok {
+				return id
+			}
+			if r >= utf8.RuneSelf {
+				b = utf8.AppendRune(b, r)
+				continue
+			}
+			c = byte(r)
+		default: // '"', '\\' or '/'
+			c = id[i]
+		}
+		switch {
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
 		case c < 0x20:

@@ -303,6 +303,9 @@ func TestCancelEscapedID(t *testing.T) {
 		{`"\u0061"`, `"a"`},
 		{`"\u003c1\u003e"`, `"<1>"`},
 		{`"q\"\/"`, `"q\u0022/"`},
+		{`"\ufffd"`, `"` + "\ufffd" + `"`},
+		{`"a\ud83d\ude00\n"`, `"a` + "\U0001F600" + `\u000a"`},
+		{`"\ud800"`, `"\ud800"`},
 	} {
 		t.Run(tc.request, func(t *testing.T) {
 			checkLeaks(t)

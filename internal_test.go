@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -584,4 +585,60 @@ func TestResponseErrorObject(t *testing.T) {
 		assert.Equal(t, tc.message, r.Error.Message, tc.obj)
 		assert.Equal(t, tc.data, string(r.Error.Data), tc.obj)
 	}
+}
+
+// TestActiveKey: two escapings of the same string have one key, two
+// different strings two keys, and a string with an escaped lone surrogate
+// keeps its bytes.
+func TestActiveKey(t *testing.T) {
+	alphabet := []rune{'a', 'Z', '0', '"', '\\', '/', '\n', '\t', 0, 0x1f, '<', 0xe9, 0xfffd, 0x1f600, 0x2028}
+	// escape writes s as a JSON string, each rune raw or escaped at
+	// random (a rune JSON needs escaped, always escaped).
+	escape := func(r *rand.Rand, s []rune) string {
+		var b strings.Builder
+		b.WriteByte('"')
+		for _, c := range s {
+			mustEscape := c == '"' || c == '\\' || c < 0x20
+			switch {
+			case !mustEscape && r.IntN(2) == 0:
+				b.WriteRune(c)
+			case c == '"' || c == '\\' || c == '/' || c == '\n' || c == '\t':
+				if r.IntN(2) == 0 {
+					b.WriteString(map[rune]string{'"': `\"`, '\\': `\\`, '/': `\/`, '\n': `\n`, '\t': `\t`}[c])
+					break
+				}
+				fallthrough
+			default:
+				if c > 0xffff {
+					hi, lo := utf16.EncodeRune(c)
+					b.WriteString(`\u` + strconv.FormatInt(int64(hi), 16) + `\u` + strconv.FormatInt(int64(lo), 16))
+					break
+				}
+				b.WriteString(`\u` + strings.Repeat("0", 4-len(strconv.FormatInt(int64(c), 16))) + strconv.FormatInt(int64(c), 16))
+			}
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	keys := make(map[string]string) // key -> the value it stands for
+	for range 3000 {
+		s := make([]rune, r.IntN(6))
+		for i := range s {
+			s[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		a, b := escape(r, s), escape(r, s)
+		require.True(t, json.Valid([]byte(a)) && json.Valid([]byte(b)), "%s %s", a, b)
+		ka, kb := activeKey(a), activeKey(b)
+		require.Equal(t, ka, kb, "%s and %s", a, b)
+		if other, ok := keys[ka]; ok {
+			require.Equal(t, other, string(s), "two strings share the key %s", ka)
+		}
+		keys[ka] = string(s)
+	}
+	for _, lone := range []string{`"\ud800"`, `"\uD800"`, `"\udc00x"`, `"\ud800\u0041"`} {
+		assert.Equal(t, lone, activeKey(lone), "a lone surrogate keeps its bytes")
+	}
+	assert.Equal(t, `"1"`, activeKey(`"1"`))
+	assert.Equal(t, `1.0`, activeKey(`1.0`))
 }
