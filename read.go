@@ -291,6 +291,12 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	if off {
 		c.finishUnit(u)
 	}
+	// The unit's answer may have been added as if inline (not flushed)
+	// just as reading moved on, and after the new reader looked for
+	// output to flush before it read: nobody else would write it.
+	if err := c.out.Flush(); err != nil {
+		c.abort(err)
+	}
 	c.work()
 	return false
 }
