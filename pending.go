@@ -129,12 +129,20 @@ func (c *conn) failTooLarge(err error) bool {
 	c.pmu.Lock()
 	p := c.pending[id]
 	c.pmu.Unlock()
-	if p != nil && p.stream && c.drop(id) {
-		c.sendCancel(id)
-		p.err = sent(&tooLargeError{limit: tl.limit})
-		p.done <- struct{}{}
+	if p != nil && p.stream {
+		c.endStream(id, p, &tooLargeError{limit: tl.limit})
 	}
 	return true
+}
+
+// endStream ends p, the stream of call id, with err, and tells the peer,
+// unless the call has ended already.
+func (c *conn) endStream(id int64, p *pending, err error) {
+	if c.drop(id) {
+		c.sendCancel(id)
+		p.err = sent(err)
+		p.done <- struct{}{}
+	}
 }
 
 // headEnd says how headMembers ended.
@@ -297,11 +305,7 @@ func (c *conn) streamItem(params []byte, act bool) bool {
 	if overflow {
 		// The range has fallen too far behind: end the call, and tell
 		// the peer, rather than hold its items without limit.
-		if c.drop(id) {
-			c.sendCancel(id)
-			p.err = sent(&streamOverflowError{limit: c.streamBuffer})
-			p.done <- struct{}{}
-		}
+		c.endStream(id, p, &streamOverflowError{limit: c.streamBuffer})
 		return true
 	}
 	select {
