@@ -104,13 +104,7 @@ func (lw *lineWriter) WriteMessage(msg []byte) error {
 // append adds one line, built by add, to the buffer, and writes the buffer
 // out when flush is set or enough has gathered.
 func (lw *lineWriter) append(add func([]byte) []byte, flush bool) error {
-	lw.mu.Lock()
-	for lw.full() {
-		lw.cond.Wait()
-	}
-	if lw.err != nil {
-		err := lw.err
-		lw.mu.Unlock()
+	if err := lw.lockRoom(); err != nil {
 		return err
 	}
 	lw.addLine(add)
@@ -127,18 +121,26 @@ func (lw *lineWriter) append(add func([]byte) []byte, flush bool) error {
 	return lw.flushLocked()
 }
 
+// lockRoom locks lw once its buffer has room, for append and appendSent.
+// On the writer's sticky error it returns that error, unlocked.
+func (lw *lineWriter) lockRoom() error {
+	lw.mu.Lock()
+	for lw.full() {
+		lw.cond.Wait()
+	}
+	if err := lw.err; err != nil {
+		lw.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
 // appendSent is append with flush set, for a request: on failure, it
 // reports whether any byte of the line went out to the writer, so that
 // the peer may have read it (see MayHaveRun). A line written in a buffer
 // that writeLarge put back together counts as gone out.
 func (lw *lineWriter) appendSent(add func([]byte) []byte) (out bool, err error) {
-	lw.mu.Lock()
-	for lw.full() {
-		lw.cond.Wait()
-	}
-	if lw.err != nil {
-		err := lw.err
-		lw.mu.Unlock()
+	if err := lw.lockRoom(); err != nil {
 		return false, err
 	}
 	gen, start := lw.gen, len(lw.buf)
