@@ -429,11 +429,11 @@ come close to it where the work per message is small.
   the strict check passes a small flat object without a plan at once,
   and the demo's own decoder lost a `bytes.TrimLeft` with a cutset per
   token (callgrind: 18,362 to 9,086 instructions per request).
-- **W3 batch whole process (≤ 2×F, an earlier issue).** On the line:
-  2.27×F, 2.13×F, 1.90×F, 2.08×F and 2.27×F in the last five full runs,
-  with the floor's own time moving as much between runs (37.6 to 44.4
-  ms); in process, where the reading and writing of a process do not
-  count, 1.97×F in this run. A batch
+- **W3 batch whole process (≤ 2×F, an earlier issue).** Near the line:
+  2.27×F, 2.13×F, 1.90×F, 2.08×F, 2.27×F, 2.03×F and 2.36×F in the last
+  seven full runs, with the floor's own time moving as much between runs
+  (35.0 to 60.4 ms); in process, where the reading and writing of a
+  process do not count, 2.64×F in this run, 1.97×F in an earlier one. A batch
   costs what its ten requests cost one by one (each is scanned, routed,
   given a context and answered), plus the array around the answers; the
   floor copies ids and params out of one tokenized line.
@@ -455,51 +455,31 @@ come close to it where the work per message is small.
   iteration is a new connection that reads its first long line anew.
 - **Every figure of ours within 5% of before (issue 20).** Checked
   against a full run of 0a4ae99, the last commit before issue 20's work,
-  made with this bench module (BASELINE), when one is given. The run
-  above had none (SKIP): that run's results were kept outside the
-  repository and were lost, and this stop spent its time on the faults
-  the reviews found rather than on a second full run; the changes of
-  this stop to hot paths carry same-run A/Bs in their commits. Between three full runs of this
-  session's last code, single rows moved by up to 30% with no change to
-  their code (the ScanEscapes16M row went from 1.09× to 1.41× and 1.26×
-  the baseline, W3batch from 1.00× to 1.18× and 1.06×, W5big from 0.90×
-  to 1.15× and under 1.05×), so one full run cannot tell a 5% change
-  from the machine's load. Interleaved runs (the package's benchmarks,
-  whose figures are in the commits, and ScanEscapes16M of 0a4ae99
-  against this code: 260-270 against 264-333 MB/s) show none of these
-  rows worse beyond its spread. TwoWay/seq's bytes per call, 7-11%
-  above 0a4ae99 in the full runs (the only row the last one flags), is
-  within it when both run in one go: three runs each of 20,000 outer
-  calls, 0a4ae99 1,874-1,947 bytes and 19 allocations per call, 985449f
-  1,956-1,964 bytes and 17. In a busy run the check flags more: one of
-  294078e flagged W3batch whole process 1.20× and W5big in process 1.11×,
-  with the floor's own W3batch slower by as much (37.6 to 44.4 ms).
-  The first full run after the faster scan flagged ScanEscapes16M 1.13×
-  (and HTTP with 64 callers 1.08-1.11×), where the same-run A/B of the
-  bench module against the library before and after (six interleaved
-  rounds) had it 22.8% faster (59.8 to 46.2 ms per run); the next run
-  flagged only TwoWay/seq's bytes. Measured again in one go in issue
-  20's last session: 0a4ae99 1,700-1,782 bytes and 19 allocations per
-  call, the final code 1,850-1,956 bytes and 17; by the allocation
-  profile, the difference is lineReader.detach, the read buffer copied
-  when the reading role is handed off (a handler that calls its peer
-  causes it), whose count follows the timing of the hand-offs. Since
-  bdedcf0 a hand-off leaves a buffer of 4 KiB, not 64 (grown when a read
-  fills it), and the row is about 1,060 bytes per call, well below the
-  baseline's. The run above flags HTTP with one caller, 1.08-1.09× the
-  baseline's time and CPU time per call, and the socket's CPU time per
-  call over a Conn, 1.06×, on a machine slower for every peer in that
-  run (geth's HTTP calls/s 8,611 against 10,882 in the run before).
-  Measured against the last code before the session's changes (b66032a,
-  the bench module built against each, six interleaved rounds),
-  HTTP/seq/ours was 0.2% slower (76,115 to 76,250 ns per call, geth
-  128-134 µs beside it) and Socket/seq/ours-conn 11.6% faster: these
-  changes were to the direct encoder, which the HTTP and socket rows,
-  whose params are a struct and whose result an int, use as before.
+  made with this bench module (BASELINE): the run above was made right
+  after that one, on the same machine. It flags 11 of 142 figures, all
+  from three rows in process and one whole process: W5big 1.37× (its
+  four units), W3batch 1.14×, W4notify 1.11× and W4notify's CPU time
+  whole process 1.08×. The machine was slower for everyone there: in the
+  same two runs the floor's own W5big in process went 1.34× slower,
+  jrpc2's 1.62×, the floor's W4notify 1.15×, and whole process the
+  floor's W4notify CPU time 1.26× (jrpc2's 1.23×). Measured again in one
+  go, the bench module built against each library, five interleaved
+  rounds of `-benchtime=300ms` (medians, ns per request): W3batch 217
+  for 0a4ae99 against 189 now, W4notify 180 against 148, W5big 43,800
+  against 41,400; so none of the three is worse. Single rows move this
+  much between full runs of one build: between three full runs of one
+  earlier build, ScanEscapes16M went from 1.09× to 1.41× and 1.26× the
+  baseline, W3batch from 1.00× to 1.18× and 1.06×, W5big from 0.90× to
+  1.15× and under 1.05×, so one full run cannot tell a 5% change from
+  the machine's load, and the changes to hot paths carry same-run A/Bs
+  in their commits. Earlier runs also flagged TwoWay/seq's bytes per
+  call: they follow the timing of the hand-offs, whose read buffer is
+  copied (lineReader.detach); since bdedcf0 a hand-off leaves a buffer
+  of 4 KiB, not 64, and the row is well below the baseline's.
 - **Round trip, one caller (≤ 1.5×F; at most 4 allocations per call).**
   Met in some runs and not in others (1.78×F, 1.30×F, 1.82×F, 1.40×F,
-  1.87×F, 1.53×F, 1.59×F, 1.75×F, 1.68×F, 1.43×F, 1.56×F, 1.49×F and
-  1.83×F in thirteen full runs). The
+  1.87×F, 1.53×F, 1.59×F, 1.75×F, 1.68×F, 1.43×F, 1.56×F, 1.49×F,
+  1.83×F and 1.66×F in fourteen full runs). The
   floor's client works as ours does: the caller writes its request, and
   a reading goroutine matches the answer to its call by id and hands it
   over through a channel; so the profile below, like the floor's, is
