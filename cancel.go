@@ -225,6 +225,17 @@ func (c *conn) settle(rc *reqCtx) {
 	c.mu.Unlock()
 }
 
+// registerInlineLocked puts rc, the request running (or about to run)
+// inline on a reader whose role is handed off, in reach of cancels as a
+// running request: a cancel counts it so, and invoke runs it whenever the
+// cancel came. One whose handler has returned stays out of reach.
+func (c *conn) registerInlineLocked(rc *reqCtx) {
+	if rc != nil && rc.flags.Load()&flagEnded == 0 {
+		rc.flags.Or(flagInline)
+		c.registerLocked(rc)
+	}
+}
+
 // registerLocked puts rc in reach of cancels, in the list of the requests
 // in flight with its id. A request knows its place in the list, and
 // leaves it by a swap with the last, so that adding and removing a

@@ -15,17 +15,17 @@ import (
 // while it waited for a slot.
 //
 // A task run inline was registered for cancels, if at all, only by a
-// handoff, which never answers it early: a plain check of the cancel flag
-// is enough. Any other task arbitrates with cancelFrom through flagStarted.
+// handoff, which marks it flagInline: cancelFrom counts it as running, so
+// it runs even if the cancel came before its handler did, and sees its
+// context cancelled. Any other task arbitrates with cancelFrom through
+// flagStarted.
 func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool) {
 	if t.preErr != nil {
 		return nil, t.preErr, true
 	}
 	rc := t.ctx
 	var old uint32
-	if inline {
-		old = rc.flags.Load() & flagPeerCancelled
-	} else {
+	if !inline {
 		old = rc.flags.Or(flagStarted) & (flagPeerCancelled | flagAnswered)
 	}
 	if old != 0 {

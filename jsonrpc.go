@@ -185,7 +185,9 @@
 // ([context.Cause]), which carries the notification's params. A handler
 // that returns an error because of that is answered with
 // [CodeRequestCancelled] (-32800), or not at all under MCP's convention; a
-// request still waiting when its cancel arrives never runs. Every cancel,
+// request still waiting when its cancel arrives never runs, and one the
+// cancel finds running, or as its handler is being called, runs with its
+// context cancelled ([Options.OnCancel] tells the two apart). Every cancel,
 // also one of a request already answered or never sent, is reported to
 // [Options.OnCancel]. A handler's context also ends when the handler
 // returns and when the connection stops, with [ErrPeerClosed] or

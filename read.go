@@ -502,10 +502,7 @@ func (c *conn) handoff(rs *readState, s uint64) {
 			m.slow.Store(true) // its handler held the reader up
 		}
 		c.mu.Lock()
-		if rc := tasks[i].ctx; rc != nil && rc.flags.Load()&flagEnded == 0 {
-			rc.flags.Or(flagInline)
-			c.registerLocked(rc)
-		}
+		c.registerInlineLocked(tasks[i].ctx)
 		for j := i + 1; j < len(tasks); j++ {
 			c.registerLocked(tasks[j].ctx)
 		}

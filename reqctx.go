@@ -64,7 +64,7 @@ const (
 	flagPeerCancelled             // a cancel for its id arrived
 	flagAnswered                  // answered before it started
 	flagEnded                     // the handler returned
-	flagInline                    // running (or about to) on a handed-off reader
+	flagInline                    // running (or about to) on a handed-off reader: it runs, whatever a cancel does
 	flagInBatch                   // an entry of a batch
 	flagUnanswered                // cancelled by a convention that wants no answer
 )
