@@ -182,7 +182,7 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte) {
 			continue // cancelled already
 		}
 		switch {
-		case old&(flagStarted|flagInline) != 0:
+		case old&flagStarted != 0:
 			running++
 		case old&flagInBatch != 0:
 			queued++ // answered when its batch comes to it
@@ -227,11 +227,12 @@ func (c *conn) settle(rc *reqCtx) {
 
 // registerInlineLocked puts rc, the request running (or about to run)
 // inline on a reader whose role is handed off, in reach of cancels as a
-// running request: a cancel counts it so, and invoke runs it whenever the
-// cancel came. One whose handler has returned stays out of reach.
+// started request: a cancel counts it as running, and invoke runs it
+// whenever the cancel came. One whose handler has returned stays out of
+// reach.
 func (c *conn) registerInlineLocked(rc *reqCtx) {
 	if rc != nil && rc.flags.Load()&flagEnded == 0 {
-		rc.flags.Or(flagInline)
+		rc.flags.Or(flagStarted)
 		c.registerLocked(rc)
 	}
 }

@@ -15,10 +15,10 @@ import (
 // while it waited for a slot.
 //
 // A task run inline was registered for cancels, if at all, only by a
-// handoff, which marks it flagInline: cancelFrom counts it as running, so
-// it runs even if the cancel came before its handler did, and sees its
+// handoff, which marks it flagStarted: cancelFrom counts it as running,
+// so it runs even if the cancel came before its handler did, and sees its
 // context cancelled. Any other task arbitrates with cancelFrom through
-// flagStarted.
+// flagStarted as it starts.
 func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool) {
 	if t.preErr != nil {
 		return nil, t.preErr, true

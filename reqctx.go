@@ -60,11 +60,10 @@ type armedCtx struct {
 const posSettled = -1
 
 const (
-	flagStarted       = 1 << iota // the handler has been called, or skipped
+	flagStarted       = 1 << iota // the handler has been called or skipped, or will run inline on a handed-off reader
 	flagPeerCancelled             // a cancel for its id arrived
 	flagAnswered                  // answered before it started
 	flagEnded                     // the handler returned
-	flagInline                    // running (or about to) on a handed-off reader: it runs, whatever a cancel does
 	flagInBatch                   // an entry of a batch
 	flagUnanswered                // cancelled by a convention that wants no answer
 )
