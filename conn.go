@@ -288,11 +288,15 @@ func (c *conn) flushAsync() {
 	if !c.out.pending() {
 		return
 	}
-	c.goLive(func() {
-		if err := c.out.Flush(); err != nil {
-			c.abort(err)
-		}
-	})
+	c.goLive(c.flush)
+}
+
+// flush writes what is buffered, on the calling goroutine. A write error
+// closes the connection.
+func (c *conn) flush() {
+	if err := c.out.Flush(); err != nil {
+		c.abort(err)
+	}
 }
 
 // writeAnswer writes a response; flush is set off the reading goroutine,

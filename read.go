@@ -114,9 +114,7 @@ func (c *conn) serve(ctx context.Context) error {
 // goroutine.
 func (c *conn) flushFromReader() {
 	if !c.talked.Load() {
-		if err := c.out.Flush(); err != nil {
-			c.abort(err)
-		}
+		c.flush()
 		return
 	}
 	c.flushAsync()
@@ -294,9 +292,7 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	// The unit's answer may have been added as if inline (not flushed)
 	// just as reading moved on, and after the new reader looked for
 	// output to flush before it read: nobody else would write it.
-	if err := c.out.Flush(); err != nil {
-		c.abort(err)
-	}
+	c.flush()
 	c.work()
 	return false
 }
