@@ -63,6 +63,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // Handler answers a POST of one subtract request.
 type Handler struct{}
 
+// ServeHTTP answers the subtract request in r's body.
 func (Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer bufPool.Put(buf)

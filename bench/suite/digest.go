@@ -19,6 +19,7 @@ type Sum struct {
 	Sum uint64
 }
 
+// String reports the count and the digest, in hexadecimal.
 func (s Sum) String() string { return fmt.Sprintf("%d responses, digest %016x", s.N, s.Sum) }
 
 // Digest is an io.Writer that hashes each response written to it (a line
