@@ -86,6 +86,10 @@ func newOutBatch(calls []*BatchCall, ids *atomic.Int64) (outBatch, error) {
 		e.p.dest = bc.Result
 	}
 	b.first = ids.Add(int64(len(calls))) - int64(len(calls)) + 1
+	for i := range b.entries {
+		p := &b.entries[i].p
+		p.batchFirst, p.batchLast = b.first, b.id(len(calls)-1)
+	}
 	return b, nil
 }
 

@@ -36,6 +36,10 @@ type pending struct {
 	dest any           // where the result is decoded; nil to drop it
 	err  error
 
+	// For an entry of a batch: the ids of the batch's first and last
+	// entries, whose answers come in one array; 0 otherwise.
+	batchFirst, batchLast int64
+
 	// For streams: items gathered by the reader, their size, and a
 	// signal for each.
 	stream bool

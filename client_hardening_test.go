@@ -913,3 +913,98 @@ func TestClientHardeningResponseTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestClientHardeningBatchResponseTooLarge: the answers to a batch come
+// in one array; one over the Conn's MaxMessageSize is never held, and
+// every call of the batch learns of it (an error wrapping
+// ErrMessageTooLarge, and the calls ran) rather than waiting for answers
+// that will not come. The peer is not answered, and the next call goes
+// on. An array too large whose first answer is to no call of ours is
+// dropped as well.
+func TestClientHardeningBatchResponseTooLarge(t *testing.T) {
+	const limit = 1000
+	for _, f := range []jsonrpc.Framing{jsonrpc.LineFraming{}, jsonrpc.HeaderFraming{}} {
+		t.Run(fmt.Sprintf("%T", f), func(t *testing.T) {
+			checkLeaks(t)
+			reqR, reqW := io.Pipe()
+			respR, respW := io.Pipe()
+			c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{Framing: f, MaxMessageSize: limit})
+			big := `"` + strings.Repeat("x", 2*limit) + `"`
+			// The peer answers a batch with an array whose second answer
+			// is past the limit, and a single call with its method's
+			// name after an array too large that answers nothing of
+			// ours; it reports every message it read.
+			read := make(chan string, 8)
+			go func() {
+				defer close(read)
+				defer respW.Close()
+				msgs := f.NewReader(reqR, 1<<20)
+				for {
+					msg, err := msgs.ReadMessage()
+					if err != nil {
+						return
+					}
+					read <- string(msg)
+					var out []byte
+					var batch []struct {
+						ID json.RawMessage `json:"id"`
+					}
+					if json.Unmarshal(msg, &batch) == nil {
+						answers := make([]string, 0, len(batch))
+						for i, r := range batch {
+							if r.ID == nil {
+								continue
+							}
+							result := `"small"`
+							if i == 1 {
+								result = big
+							}
+							answers = append(answers, `{"jsonrpc":"2.0","id":`+string(r.ID)+`,"result":`+result+`}`)
+						}
+						out = f.AppendFrame(out, []byte("["+strings.Join(answers, ",")+"]"))
+					} else {
+						var req struct {
+							ID     json.RawMessage `json:"id"`
+							Method string          `json:"method"`
+						}
+						if json.Unmarshal(msg, &req) != nil {
+							return
+						}
+						out = f.AppendFrame(out, []byte(`[{"jsonrpc":"2.0","id":424242,"result":`+big+`}]`))
+						out = f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":"`+req.Method+`"}`))
+					}
+					if _, err := respW.Write(out); err != nil {
+						return
+					}
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			calls := []*jsonrpc.BatchCall{
+				{Method: "a", Result: new(string)},
+				{Method: "b", Result: new(string)},
+				{Method: "note", Notify: true},
+				{Method: "c", Result: new(string)},
+			}
+			require.NoError(t, c.Batch(ctx, calls...))
+			for _, bc := range calls {
+				if bc.Notify {
+					continue
+				}
+				require.ErrorIs(t, bc.Err, jsonrpc.ErrMessageTooLarge, "call %s", bc.Method)
+				assert.True(t, jsonrpc.MayHaveRun(bc.Err), "the peer answered: call %s ran", bc.Method)
+			}
+			var got string
+			require.NoError(t, c.Call(ctx, "small", nil, &got))
+			assert.Equal(t, "small", got)
+			require.NoError(t, c.Close())
+			var msgs []string
+			for m := range read {
+				msgs = append(msgs, m)
+			}
+			require.Len(t, msgs, 2, "the peer was sent nothing but the batch and the call: %q", msgs)
+			assert.True(t, strings.HasPrefix(msgs[0], "["), "the batch: %s", msgs[0])
+			assert.Contains(t, msgs[1], `"method":"small"`)
+		})
+	}
+}

@@ -91,9 +91,11 @@ type Options struct {
 	// under [HeaderFraming] once the first bytes of its body have come. An
 	// item of a stream (a [StreamItemMethod] notification) whose first
 	// bytes show its call's id ends that stream with the same error, and
-	// cancels the call. A batch of responses, or a response over the
-	// limit of a Framing or Transport of one's own, which gives no first
-	// bytes, is answered, and its calls wait for their contexts.
+	// cancels the call. An array whose first bytes show such a response
+	// as its first entry answers a batch of ours: it is not answered, and
+	// every call of that batch fails with the same error. A response over
+	// the limit of a Framing or Transport of one's own, which gives no
+	// first bytes, is answered, and its call waits for its context.
 	MaxMessageSize int
 
 	// MaxBatch is the most entries read from one batch; zero means

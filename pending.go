@@ -93,6 +93,12 @@ func (c *conn) takePending(raw []byte) *pending {
 	if !ok {
 		return nil
 	}
+	return c.takeID(id)
+}
+
+// takeID takes the call with id out of the table, and returns it, or nil
+// if no call with id awaits an answer.
+func (c *conn) takeID(id int64) *pending {
 	c.pmu.Lock()
 	p := c.pending[id]
 	delete(c.pending, id)
@@ -120,6 +126,24 @@ func (c *conn) failTooLarge(err error) bool {
 		}
 		p.err = sent(&tooLargeError{limit: tl.limit})
 		p.done <- struct{}{}
+		return true
+	}
+	if first, ok := batchHeadID(tl.head); ok {
+		// The answers to a batch of ours come in one array: all of them
+		// are lost with it.
+		c.pmu.Lock()
+		p := c.pending[first]
+		c.pmu.Unlock()
+		if p == nil || p.batchFirst == 0 {
+			c.log.Debug("jsonrpc: dropped a batch of responses too large to read, with an unknown id", slog.Int64("id", first))
+			return true
+		}
+		for id := p.batchFirst; id <= p.batchLast; id++ {
+			if p := c.takeID(id); p != nil {
+				p.err = sent(&tooLargeError{limit: tl.limit})
+				p.done <- struct{}{}
+			}
+		}
 		return true
 	}
 	id, ok := parseID(streamHeadID(tl.head))
@@ -237,6 +261,17 @@ func responseHeadID(head []byte) []byte {
 		return nil
 	}
 	return id
+}
+
+// batchHeadID reads head as responseHeadID does, and returns the id of
+// the first response of the array it starts, if that is a response to a
+// call of ours as far as head shows.
+func batchHeadID(head []byte) (int64, bool) {
+	i := skipSpace(head, 0)
+	if i >= len(head) || head[i] != '[' {
+		return 0, false
+	}
+	return parseID(responseHeadID(head[skipSpace(head, i+1):]))
 }
 
 // streamHeadID reads head as responseHeadID does, and returns the id of
