@@ -1008,3 +1008,48 @@ func TestClientHardeningBatchResponseTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// TestClientHardeningEndlessResponse: a response line that goes on past
+// MaxMessageSize and never ends fails its call as soon as the line is
+// past the limit, not when (never) its newline comes; the rest of the
+// line is skipped as it arrives.
+func TestClientHardeningEndlessResponse(t *testing.T) {
+	checkLeaks(t)
+	const limit = 1000
+	reqR, reqW := io.Pipe()
+	respR, respW := io.Pipe()
+	c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{MaxMessageSize: limit})
+	go func() {
+		msgs := jsonrpc.LineFraming{}.NewReader(reqR, 1<<20)
+		msg, err := msgs.ReadMessage()
+		if err != nil {
+			return
+		}
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(msg, &req) != nil {
+			return
+		}
+		// The answer's head, then its result, on and on without an end
+		// until the connection closes.
+		if _, err := respW.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"`)); err != nil {
+			return
+		}
+		piece := []byte(strings.Repeat("x", 512))
+		for {
+			if _, err := respW.Write(piece); err != nil {
+				return
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	var got string
+	err := c.Call(ctx, "endless", nil, &got)
+	require.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, c.Close())
+	respR.Close()
+	reqR.Close()
+}

@@ -54,7 +54,9 @@ type MessageReader interface {
 type LineFraming struct{}
 
 // NewReader returns a reader of newline-delimited messages on r, none
-// longer than maxSize bytes; zero or less means 64 MiB.
+// longer than maxSize bytes; zero or less means 64 MiB. A longer line is
+// reported as soon as the reader is past the limit, and the rest of it
+// is discarded as it arrives, never held.
 func (LineFraming) NewReader(r io.Reader, maxSize int) MessageReader {
 	return newLineReader(r, maxSize)
 }

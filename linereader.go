@@ -71,7 +71,10 @@ type lineReader struct {
 	end     int
 	scanned int // buf[start:scanned] holds no newline
 	discard bool
-	head    []byte // the first bytes of the message being discarded
+	// reported is set once the error of the line being discarded has
+	// been returned, before its newline came (modeLine).
+	reported bool
+	head     []byte // the first bytes of the message being discarded
 
 	// chunks hold, in order, the start of a line longer than buf: full
 	// buffers, chunked bytes in all. The line is joined once its end is
@@ -134,8 +137,9 @@ func newLineReader(r io.Reader, maxSize int) *lineReader {
 //
 // At the end of the input it returns io.EOF; a last line that lacks its
 // newline is still returned first. A line over the limit gives an error
-// that wraps [ErrMessageTooLarge], and the next call goes on with the line
-// after it. Any other read error is returned, and again on every later
+// that wraps [ErrMessageTooLarge] as soon as it is read past the limit,
+// and the next call skips the rest of it and goes on with the line after
+// it. Any other read error is returned, and again on every later
 // call. After Close, ReadMessage returns an error wrapping [ErrClosed].
 func (lr *lineReader) ReadMessage() ([]byte, error) {
 	if lr.mode != modeLine {
@@ -157,6 +161,10 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 					lr.keepHead(line)
 				}
 				lr.discard = false
+				if lr.reported {
+					lr.reported = false
+					continue
+				}
 				return nil, lr.tooLarge()
 			}
 			if line = trimLine(line); line != nil {
@@ -179,11 +187,18 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			}
 			lr.start, lr.end, lr.scanned = 0, 0, 0
 			lr.dropChunks()
+			if !lr.reported {
+				// The line is over the limit whatever follows: say so
+				// now, not once its end has come, which may be never.
+				lr.reported = true
+				return nil, lr.tooLarge()
+			}
 		}
 		if lr.err != nil {
 			if lr.discard {
-				lr.discard = false
-				return nil, lr.tooLarge()
+				// The input ended in the line, reported already.
+				lr.discard, lr.reported = false, false
+				continue
 			}
 			if lr.chunked > 0 {
 				lr.join()

@@ -87,8 +87,9 @@ type Options struct {
 	// the id comes before the result or error, the order encoders
 	// commonly write. Such a response is not answered, and the call it
 	// answers fails with an error wrapping [ErrMessageTooLarge] (see
-	// [MayHaveRun]) once the message is read past: at its newline, or
-	// under [HeaderFraming] once the first bytes of its body have come. An
+	// [MayHaveRun]) as soon as the message is read past the limit, or
+	// under [HeaderFraming] once the first bytes of its body have come,
+	// without waiting for the rest, which is skipped as it arrives. An
 	// item of a stream (a [StreamItemMethod] notification) whose first
 	// bytes show its call's id ends that stream with the same error, and
 	// cancels the call. An array whose first bytes show such a response

@@ -180,6 +180,46 @@ func TestLineReaderTooLargeError(t *testing.T) {
 	assert.Contains(t, err.Error(), "16", "the error names the limit")
 }
 
+// TestLineReaderTooLargeEarly: a line over the limit is reported as soon
+// as the reader has read past the limit, without waiting for its end,
+// which may never come (a peer that sends one endless line); the next
+// call skips the rest of the line and returns the line after it, or the
+// end of the input if it comes first.
+func TestLineReaderTooLargeEarly(t *testing.T) {
+	// Under a limit of 16 the first read fills a buffer of 17 bytes,
+	// which may yet be a line of 16 and its "\r": the second read is the
+	// first that shows the line over the limit.
+	piece := strings.Repeat("x", 17)
+	tests := []struct {
+		name  string
+		reads []scriptRead
+		want  []string
+	}{
+		{"the line goes on", []scriptRead{{data: piece}, {data: piece}, {data: piece + "\nnext\n"}}, []string{"<too large>", "next"}},
+		{"the input ends in the line", []scriptRead{{data: piece}, {data: piece}, {data: piece}}, []string{"<too large>"}},
+		{"the end in the same read", []scriptRead{{data: piece}, {data: piece + "\r\nnext"}}, []string{"<too large>", "next"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &scriptReader{reads: tc.reads}
+			lr := jsonrpc.NewLineReader(r, 16)
+			_, err := lr.ReadMessage()
+			require.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+			assert.LessOrEqual(t, r.calls, 2, "reported by the first read past the limit")
+			got := []string{"<too large>"}
+			for {
+				msg, err := lr.ReadMessage()
+				if err != nil {
+					require.ErrorIs(t, err, io.EOF)
+					break
+				}
+				got = append(got, string(msg))
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // scriptReader returns its reads in turn, then EOF.
 type scriptReader struct {
 	reads []scriptRead
