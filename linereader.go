@@ -157,15 +157,10 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			line := lr.buf[lr.start:nl]
 			lr.start, lr.scanned = nl+1, nl+1
 			if lr.discard || len(line)-crEnd(line) > lr.max {
-				if !lr.discard {
-					lr.keepHead(line)
+				if err := lr.endLong(line); err != nil {
+					return nil, err
 				}
-				lr.discard = false
-				if lr.reported {
-					lr.reported = false
-					continue
-				}
-				return nil, lr.tooLarge()
+				continue
 			}
 			if line = trimLine(line); line != nil {
 				return line, nil
@@ -180,18 +175,8 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 			lr.keepLineHead()
 		}
 		if lr.discard {
-			if len(lr.chunks) > 0 {
-				// The last chunk may be small (see fill): read the rest
-				// of the line through the first, a whole buffer.
-				lr.buf = lr.chunks[0]
-			}
-			lr.start, lr.end, lr.scanned = 0, 0, 0
-			lr.dropChunks()
-			if !lr.reported {
-				// The line is over the limit whatever follows: say so
-				// now, not once its end has come, which may be never.
-				lr.reported = true
-				return nil, lr.tooLarge()
+			if err := lr.skipLong(); err != nil {
+				return nil, err
 			}
 		}
 		if lr.err != nil {
@@ -216,6 +201,38 @@ func (lr *lineReader) ReadMessage() ([]byte, error) {
 		}
 		lr.fill()
 	}
+}
+
+// endLong ends line, which is over the limit, at its newline: it returns
+// the line's error, or nil if skipLong has returned it already.
+func (lr *lineReader) endLong(line []byte) error {
+	if !lr.discard {
+		lr.keepHead(line)
+	}
+	reported := lr.reported
+	lr.discard, lr.reported = false, false
+	if reported {
+		return nil
+	}
+	return lr.tooLarge()
+}
+
+// skipLong drops what has been read of the line being discarded, which
+// lacks its newline yet. The first time, it returns the line's error: the
+// line is over the limit whatever follows, and its end may never come.
+func (lr *lineReader) skipLong() error {
+	if len(lr.chunks) > 0 {
+		// The last chunk may be small (see fill): read the rest of the
+		// line through the first, a whole buffer.
+		lr.buf = lr.chunks[0]
+	}
+	lr.start, lr.end, lr.scanned = 0, 0, 0
+	lr.dropChunks()
+	if lr.reported {
+		return nil
+	}
+	lr.reported = true
+	return lr.tooLarge()
 }
 
 // keepLineHead keeps the head of the line being read, which is about to
