@@ -825,6 +825,36 @@ func TestClientHardeningCloseEndsBlockedWrite(t *testing.T) {
 	assert.ErrorIs(t, recv(t, called, "the call whose write was in flight"), jsonrpc.ErrClosed)
 }
 
+// framedPeer returns a Conn, with framing f and limit as its
+// MaxMessageSize, whose peer reads each message the Conn sends, reports it
+// on read, and writes to the Conn what answer returns for it, if
+// anything. The peer stops, and closes read and its side of the
+// connection, once the Conn closes.
+func framedPeer(f jsonrpc.Framing, limit int, answer func(msg []byte) []byte) (*jsonrpc.Conn, <-chan string) {
+	reqR, reqW := io.Pipe()
+	respR, respW := io.Pipe()
+	c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{Framing: f, MaxMessageSize: limit})
+	read := make(chan string, 8)
+	go func() {
+		defer close(read)
+		defer respW.Close()
+		msgs := f.NewReader(reqR, 1<<20)
+		for {
+			msg, err := msgs.ReadMessage()
+			if err != nil {
+				return
+			}
+			read <- string(msg)
+			if out := answer(msg); out != nil {
+				if _, err := respW.Write(out); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return c, read
+}
+
 // TestClientHardeningResponseTooLarge: a response over the Conn's
 // MaxMessageSize is never held, yet the call it answers learns of it (an
 // error wrapping ErrMessageTooLarge, and the call ran), in every framing
@@ -837,50 +867,32 @@ func TestClientHardeningResponseTooLarge(t *testing.T) {
 		for _, size := range []int{limit, 200 << 10} {
 			t.Run(fmt.Sprintf("%T/%d", f, size), func(t *testing.T) {
 				checkLeaks(t)
-				reqR, reqW := io.Pipe()
-				respR, respW := io.Pipe()
-				c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{Framing: f, MaxMessageSize: limit})
 				big := `"` + strings.Repeat("x", size) + `"`
 				// The peer answers "big" with the result past the limit,
-				// and anything else with its method's name; it reports
-				// every message it read.
-				read := make(chan string, 8)
-				go func() {
-					defer close(read)
-					defer respW.Close()
-					msgs := f.NewReader(reqR, 1<<20)
-					for {
-						msg, err := msgs.ReadMessage()
-						if err != nil {
-							return
-						}
-						var req struct {
-							ID     json.RawMessage `json:"id"`
-							Method string          `json:"method"`
-						}
-						if json.Unmarshal(msg, &req) != nil {
-							return
-						}
-						read <- req.Method
-						result := `"` + req.Method + `"`
-						var out []byte
-						switch req.Method {
-						case "big":
-							result = big
-						case "stream":
-							// Three items, the second past the limit.
-							for _, item := range []string{`"1"`, big, `"3"`} {
-								out = f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","method":"$/stream","params":{"id":`+string(req.ID)+`,"item":`+item+`}}`))
-							}
-						case "$/cancelRequest":
-							continue
-						}
-						out = f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+result+`}`))
-						if _, err := respW.Write(out); err != nil {
-							return
-						}
+				// and anything else with its method's name.
+				c, read := framedPeer(f, limit, func(msg []byte) []byte {
+					var req struct {
+						ID     json.RawMessage `json:"id"`
+						Method string          `json:"method"`
 					}
-				}()
+					if json.Unmarshal(msg, &req) != nil {
+						return nil
+					}
+					result := `"` + req.Method + `"`
+					var out []byte
+					switch req.Method {
+					case "big":
+						result = big
+					case "stream":
+						// Three items, the second past the limit.
+						for _, item := range []string{`"1"`, big, `"3"`} {
+							out = f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","method":"$/stream","params":{"id":`+string(req.ID)+`,"item":`+item+`}}`))
+						}
+					case "$/cancelRequest":
+						return nil
+					}
+					return f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+result+`}`))
+				})
 				ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 				defer cancel()
 				var got string
@@ -906,7 +918,9 @@ func TestClientHardeningResponseTooLarge(t *testing.T) {
 				require.NoError(t, c.Close())
 				var methods []string
 				for m := range read {
-					methods = append(methods, m)
+					var req struct{ Method string }
+					require.NoError(t, json.Unmarshal([]byte(m), &req))
+					methods = append(methods, req.Method)
 				}
 				assert.Equal(t, []string{"big", "small", "stream", "$/cancelRequest", "small"}, methods, "the peer was sent nothing but the calls and the stream's cancel")
 			})
@@ -926,58 +940,39 @@ func TestClientHardeningBatchResponseTooLarge(t *testing.T) {
 	for _, f := range []jsonrpc.Framing{jsonrpc.LineFraming{}, jsonrpc.HeaderFraming{}} {
 		t.Run(fmt.Sprintf("%T", f), func(t *testing.T) {
 			checkLeaks(t)
-			reqR, reqW := io.Pipe()
-			respR, respW := io.Pipe()
-			c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{Framing: f, MaxMessageSize: limit})
 			big := `"` + strings.Repeat("x", 2*limit) + `"`
 			// The peer answers a batch with an array whose second answer
 			// is past the limit, and a single call with its method's
 			// name after an array too large that answers nothing of
-			// ours; it reports every message it read.
-			read := make(chan string, 8)
-			go func() {
-				defer close(read)
-				defer respW.Close()
-				msgs := f.NewReader(reqR, 1<<20)
-				for {
-					msg, err := msgs.ReadMessage()
-					if err != nil {
-						return
-					}
-					read <- string(msg)
-					var out []byte
-					var batch []struct {
-						ID json.RawMessage `json:"id"`
-					}
-					if json.Unmarshal(msg, &batch) == nil {
-						answers := make([]string, 0, len(batch))
-						for i, r := range batch {
-							if r.ID == nil {
-								continue
-							}
-							result := `"small"`
-							if i == 1 {
-								result = big
-							}
-							answers = append(answers, `{"jsonrpc":"2.0","id":`+string(r.ID)+`,"result":`+result+`}`)
-						}
-						out = f.AppendFrame(out, []byte("["+strings.Join(answers, ",")+"]"))
-					} else {
-						var req struct {
-							ID     json.RawMessage `json:"id"`
-							Method string          `json:"method"`
-						}
-						if json.Unmarshal(msg, &req) != nil {
-							return
-						}
-						out = f.AppendFrame(out, []byte(`[{"jsonrpc":"2.0","id":424242,"result":`+big+`}]`))
-						out = f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":"`+req.Method+`"}`))
-					}
-					if _, err := respW.Write(out); err != nil {
-						return
-					}
+			// ours.
+			c, read := framedPeer(f, limit, func(msg []byte) []byte {
+				var batch []struct {
+					ID json.RawMessage `json:"id"`
 				}
-			}()
+				if json.Unmarshal(msg, &batch) == nil {
+					answers := make([]string, 0, len(batch))
+					for i, r := range batch {
+						if r.ID == nil {
+							continue
+						}
+						result := `"small"`
+						if i == 1 {
+							result = big
+						}
+						answers = append(answers, `{"jsonrpc":"2.0","id":`+string(r.ID)+`,"result":`+result+`}`)
+					}
+					return f.AppendFrame(nil, []byte("["+strings.Join(answers, ",")+"]"))
+				}
+				var req struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if json.Unmarshal(msg, &req) != nil {
+					return nil
+				}
+				out := f.AppendFrame(nil, []byte(`[{"jsonrpc":"2.0","id":424242,"result":`+big+`}]`))
+				return f.AppendFrame(out, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":"`+req.Method+`"}`))
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 			defer cancel()
 			calls := []*jsonrpc.BatchCall{
