@@ -96,6 +96,15 @@ func (c *conn) takePending(raw []byte) *pending {
 	return c.takeID(id)
 }
 
+// lookup returns the call with id, left in the table, or nil if no call
+// with id awaits an answer.
+func (c *conn) lookup(id int64) *pending {
+	c.pmu.Lock()
+	p := c.pending[id]
+	c.pmu.Unlock()
+	return p
+}
+
 // takeID takes the call with id out of the table, and returns it, or nil
 // if no call with id awaits an answer.
 func (c *conn) takeID(id int64) *pending {
@@ -131,9 +140,7 @@ func (c *conn) failTooLarge(err error) bool {
 	if first, ok := batchHeadID(tl.head); ok {
 		// The answers to a batch of ours come in one array: all of them
 		// are lost with it.
-		c.pmu.Lock()
-		p := c.pending[first]
-		c.pmu.Unlock()
+		p := c.lookup(first)
 		if p == nil || p.batchFirst == 0 {
 			c.log.Debug("jsonrpc: dropped a batch of responses too large to read, with an unknown id", slog.Int64("id", first))
 			return true
@@ -150,9 +157,7 @@ func (c *conn) failTooLarge(err error) bool {
 	if !ok || id <= 0 || id > c.ids.n.Load() {
 		return false // not an item for a call of ours
 	}
-	c.pmu.Lock()
-	p := c.pending[id]
-	c.pmu.Unlock()
+	p := c.lookup(id)
 	if p != nil && p.stream {
 		c.endStream(id, p, &tooLargeError{limit: tl.limit})
 	}
@@ -321,9 +326,7 @@ func (c *conn) streamItem(params []byte, act bool) bool {
 	if !act {
 		return true
 	}
-	c.pmu.Lock()
-	p := c.pending[id]
-	c.pmu.Unlock()
+	p := c.lookup(id)
 	if p == nil || !p.stream {
 		// An item for a call of ours that has ended (a stream stopped
 		// early) is dropped.
