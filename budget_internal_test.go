@@ -284,6 +284,33 @@ func TestServerMemoryBudgetHTTP(t *testing.T) {
 	}
 }
 
+// TestServerMemoryBudgetHTTPLargeBody checks that an HTTP body larger
+// than most of the budget, or than all of it, is let through on an idle
+// server, whether or not its size is announced: growing its buffer must
+// not count the body's own smaller buffer as held by someone else.
+func TestServerMemoryBudgetHTTPLargeBody(t *testing.T) {
+	s, _ := budgetServer(1 << 20)
+	for _, size := range []int{800_000, 3_000_000} {
+		for _, announced := range []bool{true, false} {
+			req := `{"jsonrpc":"2.0","id":1,"method":"echo","params":[1]}`
+			body := req + strings.Repeat(" ", size-len(req))
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			if !announced {
+				r.ContentLength = -1
+			}
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"result":3`) { // echo answers len(params)
+				t.Errorf("a %d-byte body (length announced: %v) on an idle server: %d %s", size, announced, w.Code, w.Body)
+			}
+			if held := s.memory().held.Load(); held != 0 {
+				t.Errorf("after a %d-byte body the budget holds %d bytes", size, held)
+			}
+		}
+	}
+}
+
 func TestEntryCostCoversATask(t *testing.T) {
 	if n := unsafe.Sizeof(task{}) + unsafe.Sizeof(reqCtx{}); n > entryCost {
 		t.Errorf("a batch entry's task and context take %d bytes, entryCost says %d", n, entryCost)

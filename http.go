@@ -347,7 +347,7 @@ func readBodyInto(buf []byte, r io.Reader, size int64, limit int, mem *memBudget
 				n = int(size) + 1 // the rest announced, and a byte to see the end
 			}
 			n = min(n, most)
-			if !mem.tryTake(n, 0) {
+			if !mem.tryTake(n, charged) {
 				return nil, charged, errBodyShed
 			}
 			charged += n
