@@ -452,6 +452,20 @@ func TestHTTPClientReadsAnyFraming(t *testing.T) {
 			}
 		})
 	}
+	t.Run("events without a message", func(t *testing.T) {
+		// An MCP server primes the client's resumption with an event
+		// that has an id and empty data; events of blank data carry no
+		// message either.
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "id: 0\ndata:\n\ndata: \r\ndata:\t\n\n: keep-alive\n\ndata: "+answer+"\n\n")
+		}))
+		defer ts.Close()
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: ts.Client(), OnNotify: func(*jsonrpc.Request) {}}
+		var n int
+		require.NoError(t, c.Call(t.Context(), "x", nil, &n))
+		assert.Equal(t, 42, n)
+	})
 	t.Run("no answer", func(t *testing.T) {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")

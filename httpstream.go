@@ -72,29 +72,33 @@ func (n *ndjsonReader) ReadMessage() ([]byte, error) {
 
 // sseReader reads the data of server-sent events: the "data" lines of an
 // event, joined by newlines, once the blank line that ends it is read.
-// Other fields and comments are skipped. An event whose data is over max
-// bytes, or a line longer than that, is an error that ends the stream.
+// Other fields and comments are skipped, and so are events whose data is
+// empty or blank, which carry no message: an MCP server may send one
+// first, to prime the client's resumption with an event id. An event
+// whose data is over max bytes, or a line longer than that, is an error
+// that ends the stream.
 type sseReader struct {
 	lineScanner
 	data []byte
 }
 
-// ReadMessage returns the data of the next event.
+// ReadMessage returns the data of the next event that is not blank.
 func (s *sseReader) ReadMessage() ([]byte, error) {
 	s.data = s.data[:0]
 	has := false
 	for {
 		line, err := s.readLine()
 		if err != nil {
-			if err == io.EOF && has {
+			if err == io.EOF && has && skipSpace(s.data, 0) < len(s.data) {
 				return s.data, nil
 			}
 			return nil, err
 		}
 		if len(line) == 0 {
-			if has {
+			if skipSpace(s.data, 0) < len(s.data) {
 				return s.data, nil
 			}
+			s.data, has = s.data[:0], false // no event, or one without a message
 			continue
 		}
 		name, value := line, []byte(nil)
