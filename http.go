@@ -76,7 +76,10 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // After Close, or once the client has gone away, ServeHTTP returns when
 // the handlers have returned or StopGrace has passed, whichever comes
 // first; a handler still running is abandoned, and what it sends later
-// goes nowhere. A write of the response still blocked then, on a client
+// goes nowhere. Close also ends the read of a body that the client sends
+// slower than it announced, or never (a read deadline set to that
+// moment; the request gets 503 and did not run), and the body of a
+// request that comes after Close gets StopGrace to arrive. A write of the response still blocked then, on a client
 // that does not read, is ended by a write deadline set to that moment
 // (see [http.ResponseController]); with a ResponseWriter that has no
 // write deadlines, ServeHTTP returns when that write does.
@@ -95,10 +98,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		limit = defaultMaxMessageSize
 	}
 	mem := s.memory()
+	x := new(httpRequestState)
+	out := &x.out
+	*out = httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}
+	s.trackRead(x)
 	body, charged, err := readBody(r.Body, r.ContentLength, limit, mem)
 	defer mem.give(charged)
 	if err != nil {
-		if err == errBodyShed {
+		if s.untrackRead(x) {
+			refuseHTTP(w, r, nil, s.MaxBatch) // Close ended the read
+		} else if err == errBodyShed {
 			shedHTTP(w, r)
 		} else if errors.Is(err, ErrMessageTooLarge) {
 			http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
@@ -108,9 +117,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	x := new(httpRequestState)
-	out := &x.out
-	*out = httpOut{w: w, frame: httpFraming{accept: negotiate(r.Header.Values("Accept"))}}
 	if out.frame.accept.stream != framePlain {
 		// A body that calls nothing gets 202 and no body, even when its
 		// handlers send notifications.
@@ -133,7 +139,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.rs.slab, x.rs.slabSize = x.ctxs[:], len(x.ctxs)
 	x.rs.unit.tasks = x.tasks[:0]
 	c.firstRS = &x.rs
-	if !s.track(c) {
+	if !s.trackServe(x) {
 		refuseHTTP(w, r, body, s.MaxBatch)
 		return
 	}
@@ -153,6 +159,74 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 	}
 	out.mu.Unlock()
+}
+
+// trackRead notes that ServeHTTP reads the body of x's request, so that
+// Close can end the read: a client that sends its body slower than it
+// announced, or never, must not keep ServeHTTP past the grace. Once Close
+// was called, the read of a new request's body is given StopGrace.
+func (s *Server) trackRead(x *httpRequestState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		grace := s.StopGrace
+		if grace <= 0 {
+			grace = defaultStopGrace
+		}
+		_ = http.NewResponseController(x.out.w).SetReadDeadline(time.Now().Add(grace))
+		return
+	}
+	x.readNext = s.reads
+	if s.reads != nil {
+		s.reads.readPrev = x
+	}
+	s.reads = x
+}
+
+// unlinkRead takes x out of the bodies being read, if it is there; s.mu
+// is held.
+func (s *Server) unlinkRead(x *httpRequestState) {
+	if x.readPrev != nil {
+		x.readPrev.readNext = x.readNext
+	} else if s.reads == x {
+		s.reads = x.readNext
+	}
+	if x.readNext != nil {
+		x.readNext.readPrev = x.readPrev
+	}
+	x.readPrev, x.readNext = nil, nil
+}
+
+// untrackRead notes that the read of x's body failed; it reports whether
+// Close was called meanwhile (and may have ended it).
+func (s *Server) untrackRead(x *httpRequestState) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unlinkRead(x)
+	return s.stopped
+}
+
+// trackServe notes that x's body is read and its connection is to be
+// served, as track does; it reports false, and tracks nothing, once the
+// server is shut down or closed.
+func (s *Server) trackServe(x *httpRequestState) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unlinkRead(x)
+	return s.addConn(&x.c)
+}
+
+// endReads marks s stopped and ends the reads of the bodies that
+// ServeHTTP is reading, with a read deadline set to now (see
+// [http.ResponseController]); a ResponseWriter without read deadlines
+// is left alone.
+func (s *Server) endReads() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for x := s.reads; x != nil; x = x.readNext {
+		_ = http.NewResponseController(x.out.w).SetReadDeadline(time.Now())
+	}
 }
 
 // refuseHTTP answers a request that came after Shutdown or Close, and did
@@ -269,6 +343,10 @@ type httpRequestState struct {
 	tasks   [1]task
 	wbuf    [512]byte
 	scratch [256]byte
+
+	// readPrev and readNext link the states whose bodies are being read,
+	// from Server.reads, under the server's mu.
+	readPrev, readNext *httpRequestState
 }
 
 // httpContext is the parent context of the handlers of an HTTP request:

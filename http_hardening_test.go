@@ -195,6 +195,49 @@ func TestHTTPHardeningCancelGrace(t *testing.T) {
 	}
 }
 
+// TestHTTPHardeningCloseEndsBodyRead checks that Close ends the read of
+// a body that its client announced and never sends, whether the read
+// began before Close or after it: ServeHTTP returns within about
+// StopGrace, and the request, which did not run, gets 503.
+func TestHTTPHardeningCloseEndsBodyRead(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("read begins after Close: %v", after), func(t *testing.T) {
+			checkLeaks(t)
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: new(jsonrpc.Mux), StopGrace: 300 * time.Millisecond}}
+			entered := make(chan struct{}, 1)
+			served := make(chan struct{}, 1)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				entered <- struct{}{}
+				srv.ServeHTTP(w, r)
+				served <- struct{}{}
+			}))
+			defer ts.Close()
+			if after {
+				_ = srv.Close()
+			}
+			nc, err := net.Dial("tcp", ts.Listener.Addr().String())
+			require.NoError(t, err)
+			defer func() { _ = nc.Close() }()
+			_, err = io.WriteString(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"")
+			require.NoError(t, err)
+			recv(t, entered, "ServeHTTP to begin")
+			if !after {
+				time.Sleep(50 * time.Millisecond) // let it block in the read
+				_ = srv.Close()
+			}
+			select {
+			case <-served:
+			case <-time.After(3 * time.Second):
+				t.Fatal("ServeHTTP did not return within 3 s after Close, with a StopGrace of 300 ms")
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		})
+	}
+}
+
 // bigWriteListener accepts connections with small send buffers, and
 // signals once one of them is asked to write at least big bytes at once.
 type bigWriteListener struct {

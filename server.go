@@ -64,6 +64,9 @@ type Server struct {
 	encoders  encoders      // result encoders, shared by its connections
 	memOnce   sync.Once
 	mem       *memBudget // MaxMemory's budget; nil for none
+
+	stopped bool              // Close was called
+	reads   *httpRequestState // HTTP bodies being read: a list, see trackRead
 }
 
 // Serve reads requests from r and writes responses to w until the input
@@ -144,6 +147,11 @@ func (s *Server) memory() *memBudget {
 func (s *Server) track(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.addConn(c)
+}
+
+// addConn is track, with s.mu held.
+func (s *Server) addConn(c *conn) bool {
 	if s.closed {
 		return false
 	}
@@ -192,6 +200,7 @@ func (s *Server) Close() error {
 	for _, c := range s.closeAll() {
 		c.abort(ErrServerClosed)
 	}
+	s.endReads()
 	<-s.acceptedDone()
 	return nil
 }
