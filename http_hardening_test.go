@@ -502,3 +502,30 @@ func TestHTTPHardeningInvalidAnswerMayHaveRun(t *testing.T) {
 	assert.True(t, jsonrpc.MayHaveRun(bc.Err), "a batch entry the server answered, badly")
 	assert.Equal(t, int32(2), runs.Load())
 }
+
+// TestHTTPHardeningNullIDError checks that a call whose server could not
+// read its id gets the server's error, with a null id, as its answer
+// (MayHaveRun says it did not run), as a batch does, whether the answer
+// comes alone or in a stream after a notification.
+func TestHTTPHardeningNullIDError(t *testing.T) {
+	const answer = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`
+	for _, ctype := range []string{"application/json", "text/event-stream"} {
+		t.Run(ctype, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", ctype)
+				if ctype == "application/json" {
+					_, _ = io.WriteString(w, answer)
+					return
+				}
+				_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"log\"}\n\ndata: "+answer+"\n\n")
+			}))
+			defer srv.Close()
+			c := &jsonrpc.HTTPClient{URL: srv.URL, OnNotify: func(*jsonrpc.Request) {}}
+			err := c.Call(t.Context(), "x", nil, nil)
+			var e *jsonrpc.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, jsonrpc.CodeInvalidRequest, e.Code)
+			assert.False(t, jsonrpc.MayHaveRun(err), "a call the server could not read did not run")
+		})
+	}
+}

@@ -488,10 +488,19 @@ func (c *HTTPClient) accept() string {
 
 // answerTo reports whether e, one message of a response, is the answer to
 // the call id, and if so returns the error it carries, or that of
-// decoding its result into dest (nil to drop it). A notification goes to
-// OnNotify; other messages are skipped.
+// decoding its result into dest (nil to drop it). An error answer with a
+// null id is the answer too: the server could not read the request's id
+// (a Parse error, an Invalid Request), and its code says the call did not
+// run, as for a batch. A notification goes to OnNotify; other messages
+// are skipped.
 func (c *HTTPClient) answerTo(e *envelope, id int64, dest any) (found bool, err error) {
 	if c.note(e) {
+		return false, nil
+	}
+	if e.method == nil && bytes.Equal(e.id, nullID) {
+		if r, why := e.response(); why == "" && r.Error != nil {
+			return true, r.Error
+		}
 		return false, nil
 	}
 	if got, ok := parseID(e.id); !ok || got != id || e.method != nil {
