@@ -5,7 +5,9 @@ package jsonrpc_test
 // body claims before it arrives (2), StopGrace not honoured over HTTP
 // (3), a client that does not read its event stream outliving Close (4),
 // HTTPClient reading an over-limit NDJSON line to its end (5), and
-// HTTPClient waiting after its answer for the server to close (6).
+// HTTPClient waiting after its answer for the server to close (6); and
+// of two found since: Close not ending the read of a body that never
+// comes, and HTTPClient.Call taking a null-id error for no answer.
 // Liveness is checked against deadlines far above the cost of the work,
 // memory with runtime/metrics against generous bounds.
 
