@@ -427,8 +427,9 @@ func describeType(t reflect.Type) string {
 // whose result is the number of items. A pair with a non-nil error ends
 // the stream, and the error becomes the call's error response. When the
 // request is cancelled or a write fails, yield returns false and the
-// producer must stop. A notification to a stream method runs the producer
-// but sends no items.
+// producer must stop. A notification to a stream method, whose items no
+// one would take, runs the producer until its first item: yield returns
+// false there (so a peer cannot make a producer run on for nothing).
 //
 // Called in process with [InProcess.Stream], the items reach the caller
 // directly.
@@ -449,7 +450,9 @@ func Stream[P, T any](fn func(ctx context.Context, params P) iter.Seq2[T, error]
 			}
 			if s != nil {
 				if err := s.emit(v); err != nil {
-					failed = err
+					if err != errNoTaker {
+						failed = err
+					}
 					break
 				}
 			}

@@ -422,17 +422,26 @@ func TestStreamOverTheWire(t *testing.T) {
 		})
 	}
 	t.Run("notification", func(t *testing.T) {
-		var ran bool
+		// No one takes a notification's items: the producer runs, and is
+		// stopped at its first item, so that a peer cannot make it run
+		// on for nothing ({"n": 4611686018427387904}, say).
+		var yielded, stopped int
 		mux := new(jsonrpc.Mux)
 		mux.Handle("s", jsonrpc.Stream(func(context.Context, struct{}) iter.Seq2[int, error] {
 			return func(yield func(int, error) bool) {
-				ran = true
-				yield(1, nil)
+				for i := range 1000 {
+					yielded++
+					if !yield(i, nil) {
+						stopped++
+						return
+					}
+				}
 			}
 		}))
 		got := serveString(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}, req("", "s", "")+"\n")
 		assert.Empty(t, got, "a notification gets neither items nor a response")
-		assert.True(t, ran, "the producer runs")
+		assert.Equal(t, 1, yielded, "the producer runs to its first item")
+		assert.Equal(t, 1, stopped, "yield reports false there")
 	})
 }
 

@@ -186,12 +186,16 @@ func (rc *reqCtx) notify(method string, params any) error {
 	}, true)
 }
 
+// errNoTaker is what emit returns for a notification: no one takes its
+// items, so the producer is stopped at its first (see [Stream]).
+var errNoTaker = errors.New("jsonrpc: a notification's stream has no taker")
+
 func (rc *reqCtx) emit(item any) error {
 	if rc.flags.Load()&flagEnded != 0 {
 		return errHandlerReturned
 	}
 	if rc.id == "" {
-		return nil
+		return errNoTaker
 	}
 	raw, err := encodeValue(item)
 	if err != nil {
