@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
 	jsonrpcotel "github.com/ndjsonrpc/jsonrpc/otel"
@@ -120,11 +121,30 @@ func main() {
 	h := http.NewServeMux()
 	h.Handle("POST /", srv)
 	h.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	hs := &http.Server{Addr: *httpAddr, Handler: h}
+	// The bounds SECURITY.md asks of an HTTP endpoint: a client that
+	// sends slowly, or does not read its answer, is cut off.
+	hs := &http.Server{
+		Addr:              *httpAddr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
 	go func() {
 		<-ctx.Done()
-		_ = srv.Shutdown(context.Background())
-		_ = hs.Shutdown(context.Background())
+		stop() // a second Ctrl-C ends the process at once
+		// Let the work in flight finish for 5 seconds at most, then
+		// cancel what still runs.
+		wait, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(wait) != nil {
+			_ = srv.Close()
+		}
+		if hs.Shutdown(wait) != nil {
+			_ = hs.Close()
+		}
 	}()
 	log.Printf("JSON-RPC on http://%s/ and tcp %s; metrics on http://%s/metrics; %s", *httpAddr, *listen, *httpAddr, where)
 	if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
