@@ -32,6 +32,47 @@ type contentChange struct {
 	Text  string     `json:"text"`
 }
 
+// A document's text is a string, and each change copies it whole, so a
+// didChange costs about its changes times the text's size. An editor
+// sends a few changes at a time, but a peer could send thousands against
+// a large text: maxDocument bounds a text and maxEditWork the bytes that
+// the changes of one didChange may move. Past either bound the document
+// is dropped (and logged), and the server answers nothing about it until
+// the editor opens it again. (A rope or a piece table would make a
+// change cost its own size; this example keeps to strings.)
+const (
+	maxDocument = 8 << 20
+	maxEditWork = 256 << 20
+)
+
+// applyAll returns text with changes made in order, or ok false if that
+// passes maxDocument or maxEditWork.
+func applyAll(text string, changes []contentChange) (_ string, ok bool) {
+	work := 0
+	for _, c := range changes {
+		work += len(text) + len(c.Text)
+		if work > maxEditWork {
+			return "", false
+		}
+		if text = apply(text, c); len(text) > maxDocument {
+			return "", false
+		}
+	}
+	return text, true
+}
+
+// quote returns at most max bytes of s, cut at the start of a rune, with
+// "…" added where it was cut.
+func quote(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max] + "…"
+}
+
 // apply returns text with c made. The ends of c's range are found as
 // offset finds them; a range whose end comes before its start is taken
 // the right way round.

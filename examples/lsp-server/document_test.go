@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -97,4 +99,60 @@ func TestLine(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// TestApplyAllBounds checks that the changes of one didChange are made in
+// order, and that a didChange whose changes would move more than
+// maxEditWork bytes, or make a text over maxDocument, is refused before
+// its work is done.
+func TestApplyAllBounds(t *testing.T) {
+	got, ok := applyAll("abc", []contentChange{change(0, 3, 0, 3, "d"), change(0, 0, 0, 1, ""), {Text: "x"}, change(0, 1, 0, 1, "y")})
+	assert.True(t, ok)
+	assert.Equal(t, "xy", got)
+
+	big := strings.Repeat("x", 512<<10)
+	many := make([]contentChange, 4096) // 4096 times 512 KiB: 2 GiB to move
+	for i := range many {
+		many[i] = change(0, 0, 0, 0, "")
+	}
+	_, ok = applyAll(big, many)
+	assert.False(t, ok, "4096 changes to a 512 KiB text")
+	_, ok = applyAll(big, many[:16])
+	assert.True(t, ok, "16 changes to a 512 KiB text")
+
+	grow := []contentChange{change(0, 0, 0, 0, big), change(0, 0, 0, 0, strings.Repeat("y", maxDocument))}
+	_, ok = applyAll("", grow)
+	assert.False(t, ok, "a text grown past maxDocument")
+}
+
+// TestDidChangeTooCostly checks that a didChange refused by applyAll drops
+// its document, and that an open too large is not kept.
+func TestDidChangeTooCostly(t *testing.T) {
+	s := &server{docs: map[string]document{"file:///a": {text: strings.Repeat("x", 512<<10)}}}
+	many := make([]contentChange, 4096)
+	for i := range many {
+		many[i] = change(0, 0, 0, 0, "")
+	}
+	_, err := s.didChange(t.Context(), documentParams{TextDocument: textDocument{URI: "file:///a"}, ContentChanges: many})
+	assert.NoError(t, err)
+	assert.NotContains(t, s.docs, "file:///a")
+
+	_, err = s.didOpen(t.Context(), documentParams{TextDocument: textDocument{URI: "file:///b", Text: strings.Repeat("x", maxDocument+1)}})
+	assert.NoError(t, err)
+	assert.NotContains(t, s.docs, "file:///b")
+}
+
+// TestHoverQuotesLittle checks that a hover on a long line quotes at most
+// maxQuote bytes of it, cut between runes, so that a batch of hovers
+// cannot make an answer many times its input.
+func TestHoverQuotesLittle(t *testing.T) {
+	line := "é" + strings.Repeat("€", 1<<18) // 2 bytes, then 768 KiB of 3-byte runes
+	s := &server{docs: map[string]document{"file:///a": {text: line}}}
+	res, err := s.hover(t.Context(), hoverParams{TextDocument: textDocument{URI: "file:///a"}})
+	assert.NoError(t, err)
+	value := res.(map[string]any)["contents"].(map[string]string)["value"]
+	assert.Less(t, len(value), maxQuote+100)
+	assert.True(t, utf8.ValidString(value), "cut between runes")
+	assert.Equal(t, "ab", quote("ab", 2))
+	assert.Equal(t, "a…", quote("aé", 2), "é does not fit: cut before it")
 }

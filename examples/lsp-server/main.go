@@ -106,6 +106,11 @@ type documentParams struct {
 func (s *server) didOpen(ctx context.Context, p documentParams) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(p.TextDocument.Text) > maxDocument {
+		logger.Warn("didOpen of a document too large to serve", "uri", p.TextDocument.URI, "bytes", len(p.TextDocument.Text))
+		delete(s.docs, p.TextDocument.URI)
+		return nil, nil
+	}
 	s.docs[p.TextDocument.URI] = document{text: p.TextDocument.Text, version: p.TextDocument.Version}
 	return nil, nil
 }
@@ -118,10 +123,14 @@ func (s *server) didChange(ctx context.Context, p documentParams) (any, error) {
 		logger.Warn("didChange to a document that is not open", "uri", p.TextDocument.URI)
 		return nil, nil
 	}
-	for _, c := range p.ContentChanges {
-		doc.text = apply(doc.text, c)
+	text, ok := applyAll(doc.text, p.ContentChanges)
+	if !ok {
+		logger.Warn("didChange too costly to apply: the document is dropped until it is opened again",
+			"uri", p.TextDocument.URI, "changes", len(p.ContentChanges))
+		delete(s.docs, p.TextDocument.URI)
+		return nil, nil
 	}
-	doc.version = p.TextDocument.Version
+	doc.text, doc.version = text, p.TextDocument.Version
 	s.docs[p.TextDocument.URI] = doc
 	return nil, nil
 }
@@ -132,6 +141,10 @@ func (s *server) didClose(ctx context.Context, p documentParams) (any, error) {
 	delete(s.docs, p.TextDocument.URI)
 	return nil, nil
 }
+
+// maxQuote bounds the bytes of the line under the cursor that a hover
+// quotes, so that its answer is bounded whatever the line.
+const maxQuote = 16 << 10
 
 type hoverParams struct {
 	TextDocument textDocument `json:"textDocument"`
@@ -155,7 +168,7 @@ func (s *server) hover(ctx context.Context, p hoverParams) (any, error) {
 	if !ok {
 		return nil, nil // below the last line
 	}
-	under := doc.text[start:end]
+	under := quote(doc.text[start:end], maxQuote)
 
 	greeting := "Hello"
 	if s.configuration.Load() {
@@ -258,7 +271,17 @@ func main() {
 		return nil, nil
 	})
 
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: s.gate(mux), Logger: logger, Framing: jsonrpc.HeaderFraming{}}}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{
+		Handler: s.gate(mux),
+		Logger:  logger,
+		Framing: jsonrpc.HeaderFraming{},
+		// A message holds a document of maxDocument bytes, escaped as
+		// JSON, with room to spare.
+		MaxMessageSize: 4 * maxDocument,
+		// LSP sends no batches; the answer to one is built whole in
+		// memory, so a peer's batch of hovers is kept small.
+		MaxBatch: 16,
+	}}
 	if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
 		logger.Error("serve", "err", err) // not stopped by exit
 		os.Exit(1)
