@@ -492,3 +492,48 @@ func TestLineReaderChunksCharged(t *testing.T) {
 		})
 	}
 }
+
+// TestParkedHandlersCountAgainstTheBudget sends a flood of short requests
+// whose handlers each call the peer, which never answers: a handler that
+// waits so gives up its slot, so MaxInFlight does not bound them, and
+// each keeps a goroutine. The byte budget must count that (parkCost), not
+// the short line alone: past it, the requests are refused.
+func TestParkedHandlersCountAgainstTheBudget(t *testing.T) {
+	var parked atomic.Int32
+	mux := &Mux{}
+	mux.HandleFunc("hello", func(ctx context.Context, _ *Request) (any, error) {
+		parked.Add(1)
+		return nil, Peer(ctx).Call(ctx, "whoami", nil, nil)
+	})
+	const budget, slots = 256 << 10, 4
+	s := &Server{Options: Options{Handler: mux, MaxPendingBytes: budget, MaxInFlight: slots}, MaxMemory: -1}
+	a, served := servePipe(s)
+	var refused atomic.Int32
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(a)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"code":-32090`) {
+				refused.Add(1)
+			}
+		}
+	}()
+	const n = 2000
+	w := bufio.NewWriter(a)
+	for i := range n {
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%d,"method":"hello"}`+"\n", i)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "each request to be parked or refused", func() bool { return int(parked.Load()+refused.Load()) == n })
+	// Each slot may start a request before the handlers started beside
+	// it have parked.
+	if p := parked.Load(); p > budget/parkCost+slots+4 {
+		t.Errorf("%d handlers parked waiting for the peer under a budget of %d bytes; want at most about %d", p, budget, budget/parkCost+slots)
+	}
+	a.Close()
+	<-served
+	<-read
+}

@@ -50,9 +50,10 @@ type conn struct {
 	ctx    context.Context // parent of every handler's context
 	cancel context.CancelCauseFunc
 
-	reader  atomic.Pointer[readState] // the current reading role
-	running atomic.Int32              // slots taken by units running
-	held    atomic.Int64              // bytes of the units queued or running off the reader; changed under mu
+	reader      atomic.Pointer[readState] // the current reading role
+	running     atomic.Int32              // slots taken by units running
+	held        atomic.Int64              // bytes of the units queued or running off the reader; changed under mu
+	parkedBytes atomic.Int64              // of held, parkCost for each handler waiting for the peer; changed under mu
 
 	budgetWait atomic.Bool  // the reader waits for room in the budget
 	talked     atomic.Bool  // this side has sent a message of its own (see flushFromReader)

@@ -35,6 +35,10 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 		}
 		return nil, ErrRequestCancelled, true
 	}
+	if !inline && c.overParked() {
+		rc.end()
+		return nil, errParkedFull, true
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			c.log.Error("jsonrpc: handler panicked",

@@ -28,13 +28,26 @@ func (c *conn) slotHolder(ctx context.Context) *reqCtx {
 	return rc
 }
 
+// parkCost is what a handler that waits for the peer, its slot given up,
+// costs against the byte budgets besides its request's line: its
+// goroutine's stack, grown by the handler's calls, and the state of its
+// call. MaxInFlight does not bound such handlers, so without it a peer
+// could park a goroutine of some kilobytes for every short line it sends
+// and leaves unanswered.
+const parkCost = 8 << 10
+
 // leaveSlot lets the handler of rc, about to wait for the peer, give up
 // the slot it holds, so that MaxInFlight bounds the handlers that run, not
 // those that wait: handlers that call each other across a connection
 // (A calls B, whose handler calls A, whose handler calls B ...) can never
 // hold every slot while they wait for requests queued behind them. The
 // slot goes to a handler waiting to go on, or to the next queued unit.
-// A handler whose calls overlap gives it up once, at its first.
+// A handler whose calls overlap gives it up once, at its first. While it
+// waits so, it counts parkCost more against MaxPendingBytes and the
+// server's MaxMemory: past them, new requests are refused with
+// ErrOverloaded, as the reader cannot wait for room that only the answers
+// it must read would give back (see enqueue), and so are those already
+// queued as they come to start (see overParked).
 func (c *conn) leaveSlot(rc *reqCtx) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -43,6 +56,9 @@ func (c *conn) leaveSlot(rc *reqCtx) {
 		return
 	}
 	a.freed = true
+	c.held.Add(parkCost)
+	c.parkedBytes.Add(parkCost)
+	c.mem.take(parkCost)
 	switch {
 	case len(c.resume) > 0:
 		c.freeSlotLocked()
@@ -58,6 +74,19 @@ func (c *conn) leaveSlot(rc *reqCtx) {
 	}
 }
 
+// overParked reports whether handlers wait for the peer and the bytes
+// held for the connection's requests, theirs counted, are past its
+// budget: a queued request that comes to start then is refused with
+// ErrOverloaded rather than run, since it could park one more goroutine.
+// The requests were admitted at the cost of their lines, before the
+// handlers ahead of them parked.
+func (c *conn) overParked() bool {
+	return c.parkedBytes.Load() > 0 && c.held.Load() > int64(c.budget)
+}
+
+// errParkedFull answers a request refused by overParked: it did not run.
+var errParkedFull = ErrOverloaded.WithData(map[string]string{"reason": "handlers waiting for the peer"})
+
 // retakeSlot takes a slot again for the handler of rc, back from its last
 // call to the peer, waiting if every slot is taken. Handlers waiting so
 // get the next slot freed, before the queue.
@@ -69,6 +98,10 @@ func (c *conn) retakeSlot(rc *reqCtx) {
 		return
 	}
 	a.freed = false
+	c.held.Add(-parkCost)
+	c.parkedBytes.Add(-parkCost)
+	c.mem.give(parkCost)
+	c.cond.Broadcast() // a reader may wait for room in the budget
 	// resumeN is stored before the reader's state is read, and the reader
 	// stores its state before it reads resumeN (see admitResumer): a unit
 	// that runs inline, which holds no slot but counts against the bound,
