@@ -1048,3 +1048,60 @@ func TestClientHardeningEndlessResponse(t *testing.T) {
 	respR.Close()
 	reqR.Close()
 }
+
+// TestClientHardeningBatchResponseTooLong: an array of responses longer
+// than this side's MaxBatch is not answered (the specification answers no
+// response); one that answers a batch of ours fails each of its calls,
+// which were sent and may have run, and one that answers nothing of ours
+// is dropped. The connection goes on.
+func TestClientHardeningBatchResponseTooLong(t *testing.T) {
+	checkLeaks(t)
+	reqR, reqW := io.Pipe()
+	respR, respW := io.Pipe()
+	c := jsonrpc.NewConn(respR, reqW, &jsonrpc.Options{MaxBatch: 2})
+	defer c.Close()
+	unexpected := make(chan string, 8)
+	go func() {
+		defer respW.Close()
+		sc := bufio.NewScanner(reqR)
+		for sc.Scan() {
+			line := sc.Text()
+			var batch []struct{ ID json.RawMessage }
+			if json.Unmarshal([]byte(line), &batch) == nil {
+				// Three answers to no call of ours, then three to the batch.
+				answers := make([]string, len(batch))
+				for i, r := range batch {
+					answers[i] = `{"jsonrpc":"2.0","id":` + string(r.ID) + `,"result":"ran"}`
+				}
+				_, _ = io.WriteString(respW, `[{"jsonrpc":"2.0","id":901,"result":1},{"jsonrpc":"2.0","id":902,"result":2},{"jsonrpc":"2.0","id":903,"result":3}]`+"\n"+
+					"["+strings.Join(answers, ",")+"]\n")
+				continue
+			}
+			var req struct {
+				ID     json.RawMessage
+				Method string
+			}
+			if json.Unmarshal([]byte(line), &req) != nil || req.Method == "" {
+				unexpected <- line // an answer to the peer's answers
+				continue
+			}
+			_, _ = io.WriteString(respW, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":"pong"}`+"\n")
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	calls := []*jsonrpc.BatchCall{{Method: "a"}, {Method: "b"}, {Method: "c"}}
+	require.NoError(t, c.Batch(ctx, calls...))
+	for _, bc := range calls {
+		require.Error(t, bc.Err, bc.Method)
+		assert.True(t, jsonrpc.MayHaveRun(bc.Err), "%s: sent and answered, it may have run", bc.Method)
+	}
+	var pong string
+	require.NoError(t, c.Call(ctx, "ping", nil, &pong))
+	assert.Equal(t, "pong", pong)
+	select {
+	case line := <-unexpected:
+		t.Errorf("the peer's answers were answered: %s", line)
+	default:
+	}
+}

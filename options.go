@@ -102,8 +102,10 @@ type Options struct {
 	// MaxBatch is the most entries read from one batch; zero means
 	// 10,000. A longer batch of requests is answered with one
 	// Invalid Request error with a null id, and a longer batch of
-	// responses is dropped, so [Conn.Batch] should not send more calls
-	// than the peer's MaxBatch at once.
+	// responses is not answered: when it answers a [Conn.Batch], every
+	// call of that batch fails (it was sent, and may have run), so
+	// Conn.Batch should send no more calls at once than this side's
+	// MaxBatch, nor than the peer's.
 	MaxBatch int
 
 	// MaxInFlight bounds the handlers that run at once on a connection;

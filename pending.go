@@ -140,16 +140,8 @@ func (c *conn) failTooLarge(err error) bool {
 	if first, ok := batchHeadID(tl.head); ok {
 		// The answers to a batch of ours come in one array: all of them
 		// are lost with it.
-		p := c.lookup(first)
-		if p == nil || p.batchFirst == 0 {
+		if !c.failBatch(first, sent(&tooLargeError{limit: tl.limit})) {
 			c.log.Debug("jsonrpc: dropped a batch of responses too large to read, with an unknown id", slog.Int64("id", first))
-			return true
-		}
-		for id := p.batchFirst; id <= p.batchLast; id++ {
-			if p := c.takeID(id); p != nil {
-				p.err = sent(&tooLargeError{limit: tl.limit})
-				p.done <- struct{}{}
-			}
 		}
 		return true
 	}
@@ -160,6 +152,42 @@ func (c *conn) failTooLarge(err error) bool {
 	p := c.lookup(id)
 	if p != nil && p.stream {
 		c.endStream(id, p, &tooLargeError{limit: tl.limit})
+	}
+	return true
+}
+
+// failBatch fails every call of the batch of ours whose answers begin
+// with the answer to call first, with err, and reports whether first was
+// a call of such a batch.
+func (c *conn) failBatch(first int64, err error) bool {
+	p := c.lookup(first)
+	if p == nil || p.batchFirst == 0 {
+		return false
+	}
+	for id := p.batchFirst; id <= p.batchLast; id++ {
+		if p := c.takeID(id); p != nil {
+			p.err = err
+			p.done <- struct{}{}
+		}
+	}
+	return true
+}
+
+// errAnswersTooLong fails the calls of a batch of ours whose answers came
+// in an array longer than MaxBatch: they were sent, and may have run.
+var errAnswersTooLong = errors.New("jsonrpc: the answers to a batch came in an array longer than MaxBatch")
+
+// dropLongAnswers reports whether line, a batch longer than MaxBatch, is
+// one of responses, as its first entry shows: such an array is not
+// answered, and if it answers a batch of ours, every call of that batch
+// fails with errAnswersTooLong.
+func (c *conn) dropLongAnswers(line []byte) bool {
+	id := responseHeadID(line[skipSpace(line, skipSpace(line, 0)+1):])
+	if id == nil {
+		return false
+	}
+	if first, ok := parseID(id); !ok || !c.failBatch(first, sent(errAnswersTooLong)) {
+		c.log.Debug("jsonrpc: dropped a batch of responses longer than MaxBatch, with an unknown id", slog.String("id", string(id)))
 	}
 	return true
 }

@@ -224,7 +224,9 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 		c.writeError(nullID, ErrInvalidRequest)
 		return true
 	case lineBatchTooLong:
-		c.writeError(nullID, limitError("batch too long", c.maxBatch))
+		if !c.dropLongAnswers(line) {
+			c.writeError(nullID, limitError("batch too long", c.maxBatch))
+		}
 		return true
 	case lineObject:
 		if c.route(rs, &rs.env, true) {
