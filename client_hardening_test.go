@@ -1105,3 +1105,46 @@ func TestClientHardeningBatchResponseTooLong(t *testing.T) {
 	default:
 	}
 }
+
+// TestClientHardeningEOFWhileWriteBlocked: the input ends while a
+// caller's own write is blocked on a peer that reads nothing, with more
+// than the writer's high-water mark buffered behind it. The connection
+// must end all the same (its end flushes without waiting for that write,
+// and closing the writer ends it), not wait for the peer for ever.
+func TestClientHardeningEOFWhileWriteBlocked(t *testing.T) {
+	checkLeaks(t)
+	inR, inW := io.Pipe()   // the peer to us
+	outR, outW := io.Pipe() // us to the peer, which never reads
+	defer outR.Close()
+	w := &enteredWriter{PipeWriter: outW, entered: make(chan struct{})}
+	c := jsonrpc.NewConn(inR, w, &jsonrpc.Options{StopGrace: 100 * time.Millisecond})
+	big := []string{strings.Repeat("x", 2<<20)}
+	first := make(chan error, 1)
+	go func() { first <- c.Notify(context.Background(), "first", big) }() // writes itself, and blocks
+	<-w.entered
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	require.NoError(t, c.Notify(ctx, "second", big)) // buffered behind it
+	require.NoError(t, inW.Close())
+	select {
+	case <-c.Done():
+	case <-time.After(waitTimeout):
+		_ = outR.Close()
+		<-c.Done()
+		t.Fatal("the connection did not end after its input did, with a write blocked")
+	}
+	assert.Error(t, <-first, "the blocked write was ended")
+}
+
+// enteredWriter is a pipe's writing end that closes entered at its first
+// Write.
+type enteredWriter struct {
+	*io.PipeWriter
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (w *enteredWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.entered) })
+	return w.PipeWriter.Write(p)
+}

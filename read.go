@@ -81,7 +81,7 @@ func (c *conn) serve(ctx context.Context) error {
 		}
 		grace.Stop()
 	}
-	_ = c.out.Flush()
+	_ = c.out.flushOrLeave()
 	c.cancel(context.Canceled)
 	c.tickMu.Lock() // waits for a tick in progress
 	c.dead = true

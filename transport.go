@@ -341,8 +341,24 @@ func (lw *lineWriter) Flush() error {
 	return lw.flushLocked()
 }
 
+// flushOrLeave writes out what is buffered, unless another goroutine's
+// write is in flight, which takes it along once it ends: unlike Flush, it
+// never waits for that write, however much is buffered. A connection
+// flushes so at its end, where a write in flight may be a caller's own,
+// blocked on a peer that stopped reading, which nothing would end while
+// the connection waited for it.
+func (lw *lineWriter) flushOrLeave() error {
+	lw.mu.Lock()
+	return lw.flushLockedWait(false)
+}
+
 // flushLocked is Flush with lw.mu held; it unlocks it.
-func (lw *lineWriter) flushLocked() error {
+func (lw *lineWriter) flushLocked() error { return lw.flushLockedWait(true) }
+
+// flushLockedWait is flushLocked; a write in flight with more than
+// highWater bytes buffered behind it is waited for if wait is set, and
+// left to take them along otherwise.
+func (lw *lineWriter) flushLockedWait(wait bool) error {
 	for {
 		if lw.err != nil {
 			err := lw.err
@@ -350,7 +366,7 @@ func (lw *lineWriter) flushLocked() error {
 			return err
 		}
 		if lw.writing {
-			if len(lw.buf) > highWater {
+			if wait && len(lw.buf) > highWater {
 				lw.cond.Wait()
 				continue
 			}
