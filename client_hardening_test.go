@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -1147,4 +1148,81 @@ type enteredWriter struct {
 func (w *enteredWriter) Write(p []byte) (int, error) {
 	w.once.Do(func() { close(w.entered) })
 	return w.PipeWriter.Write(p)
+}
+
+// stallingWriter writes through to its Conn while its gate is open, and
+// waits at each Write while it is shut.
+type stallingWriter struct {
+	net.Conn
+	mu   sync.Mutex
+	gate chan struct{} // closed: open
+}
+
+func (s *stallingWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	<-gate
+	return s.Conn.Write(p)
+}
+
+func (s *stallingWriter) setGate(g chan struct{}) {
+	s.mu.Lock()
+	s.gate = g
+	s.mu.Unlock()
+}
+
+// TestClientHardeningCancelBehindStall: A calls B's "outer", whose handler
+// calls A's "inner", which waits for its context; A's link then stalls
+// for a while behind two large notifications, and outer's context ends
+// meanwhile. Its cancel notice must not be lost behind the stall: were it
+// dropped, B's handler, and so A's inner, would wait for ever, and with
+// them what waits behind them in order.
+func TestClientHardeningCancelBehindStall(t *testing.T) {
+	checkLeaks(t)
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	open := make(chan struct{})
+	close(open)
+	link := &stallingWriter{Conn: a, gate: open}
+	inner := make(chan struct{}, 1)
+	hA := jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		inner <- struct{}{}
+		<-ctx.Done() // inner ends only when cancelled
+		return nil, ctx.Err()
+	})
+	hB := jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		if req.Method == "outer" {
+			return nil, jsonrpc.Peer(ctx).Call(ctx, "inner", nil, nil)
+		}
+		return "pong", nil
+	})
+	ca := jsonrpc.NewConn(a, link, &jsonrpc.Options{Handler: hA, StopGrace: 100 * time.Millisecond})
+	cb := jsonrpc.NewConn(b, b, &jsonrpc.Options{Handler: hB, StopGrace: 100 * time.Millisecond})
+	defer cb.Close()
+	defer ca.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ca.Call(ctx, "outer", nil, nil) }()
+	recv(t, inner, "inner to run on A")
+
+	stalled := make(chan struct{})
+	link.setGate(stalled)
+	big := []string{strings.Repeat("x", 1<<20)}
+	nctx, ncancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer ncancel()
+	go func() { _ = ca.Notify(nctx, "fill", big) }() // its write stalls
+	time.Sleep(50 * time.Millisecond)                // let it take the writer
+	_ = ca.Notify(nctx, "fill", big)                 // buffered past the high-water mark
+	cancel()
+	assert.ErrorIs(t, recv(t, done, "outer to return"), context.Canceled)
+	close(stalled) // the link recovers
+
+	pctx, pcancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer pcancel()
+	var pong string
+	require.NoError(t, ca.Call(pctx, "ping", nil, &pong), "a call after the link recovered")
+	assert.Equal(t, "pong", pong)
 }

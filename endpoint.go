@@ -91,8 +91,10 @@ func startConn(c *conn) *Conn {
 // If the peer answers with an error, Call returns it as an *Error. If ctx
 // ends before the answer comes, Call returns an error wrapping ctx.Err()
 // at once, whatever the peer does, tells the peer with the cancel
-// notification (unless CancelQuietly is set; the notice is best effort
-// and is dropped if the peer is not reading), and drops the late answer;
+// notification (unless CancelQuietly is set; the notice never waits: it
+// goes behind what is buffered, and is dropped only when some 64 KiB of
+// notices wait already behind a write that the peer does not take), and
+// drops the late answer;
 // if ctx has ended before the call, nothing is sent. Once the connection
 // has ended, Call returns an error wrapping [ErrClosed] and the reason.
 // [MayHaveRun] tells whether a call that failed may have run on the peer.

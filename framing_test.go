@@ -980,3 +980,22 @@ func TestStreamHeadID(t *testing.T) {
 		}
 	}
 }
+
+// TestTryAppendPastHighWater checks that a cancel notice (tryAppend) finds
+// room behind a write in flight past the high-water mark, up to cancelRoom
+// more, and none past that.
+func TestTryAppendPastHighWater(t *testing.T) {
+	lw := newLineWriter(io.Discard)
+	lw.writing = true // a write in flight, which the test stands for
+	lw.buf = make([]byte, highWater)
+	cancel := func(b []byte) []byte {
+		return append(b, `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`...)
+	}
+	n := 0
+	for lw.tryAppend(cancel) {
+		n++
+		require.Less(t, n, 10000, "tryAppend found room without bound")
+	}
+	assert.Greater(t, n, 1000, "cancel notices added past the high-water mark")
+	assert.LessOrEqual(t, len(lw.buf), highWater+cancelRoom+100)
+}

@@ -38,7 +38,9 @@ func (c *conn) abandon(id int64, p *pending) bool {
 }
 
 // sendCancel tells the peer that the call with id is cancelled, without
-// making the caller wait for the write.
+// making the caller wait for the write. The notice goes behind what is
+// buffered, even past the high-water mark, up to cancelRoom more; only a
+// peer that has stopped reading for good loses it.
 func (c *conn) sendCancel(id int64) {
 	if c.noCancel {
 		return

@@ -270,13 +270,21 @@ func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) er
 	return nil
 }
 
-// tryAppend adds one line, built by add, to the buffer, unless the buffer
-// is full or the writer has failed; it never waits, and reports whether
-// the line was added.
+// cancelRoom is how far past highWater tryAppend still adds a line: room
+// for about a thousand cancel notifications, each some 60 bytes, behind a
+// write that stalls for a while. A cancel dropped there would leave the
+// peer's handler running, and with it, between two ends that call each
+// other, whatever waits for that handler.
+const cancelRoom = 64 << 10
+
+// tryAppend adds one line, built by add, to the buffer, unless the writer
+// has failed or the buffer holds cancelRoom bytes past highWater behind a
+// write in flight; it never waits, and reports whether the line was
+// added.
 func (lw *lineWriter) tryAppend(add func([]byte) []byte) bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	if lw.err != nil || lw.full() {
+	if lw.err != nil || lw.writing && len(lw.buf) >= highWater+cancelRoom {
 		return false
 	}
 	lw.addLine(add)
