@@ -146,8 +146,10 @@ func (c *conn) cancelIn(name []byte) *incomingCancel {
 // *CancelError as the cause. A request that has not started yet will not
 // run; unless it is part of a batch or the convention leaves it
 // unanswered, it is answered with CodeRequestCancelled at once. OnCancel
-// then learns what the cancel reached.
-func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte) {
+// then learns what the cancel reached. own holds, by key (see activeKey),
+// the requests of the batch that carried the cancel, which are not in the
+// table yet (see cancelDeferred); nil outside a batch.
+func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte, own map[string][]*reqCtx) {
 	if len(params) == 0 || params[0] != '{' {
 		return
 	}
@@ -165,9 +167,14 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte) {
 	if id == nil || !validID(id) {
 		return
 	}
+	key := activeKey(string(id))
 	c.mu.Lock()
-	list := c.takeActiveLocked(activeKey(string(id)))
+	list := c.takeActiveLocked(key)
 	c.mu.Unlock()
+	if mine := own[key]; len(mine) > 0 {
+		list = append(list, mine...)
+		delete(own, key)
+	}
 	cause := &CancelError{Method: in.conv.method(), ID: ID{raw: string(id)}, Params: append(json.RawMessage(nil), params...)}
 	mark := uint32(flagPeerCancelled)
 	if in.conv.Unanswered {

@@ -294,6 +294,29 @@ func TestCancelLaterBatchEntry(t *testing.T) {
 	}
 }
 
+// TestCancelInSameBatch: a cancel reaches the requests of the batch that
+// carries it, after or before it there (a batch is a set), as it reaches
+// any request in flight: OnCancel counts each, and each is answered as
+// cancelled, its handler, if it starts at all, seeing its context ended.
+func TestCancelInSameBatch(t *testing.T) {
+	checkLeaks(t)
+	started := make(chan struct{}, 2)
+	onCancel, seen := cancelRecorder()
+	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: waitingMux(started), OnCancel: onCancel}})
+	_, err := io.WriteString(in, `[{"jsonrpc":"2.0","id":5,"method":"wait"},`+
+		`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":5}},`+
+		`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":"six"}},`+
+		`{"jsonrpc":"2.0","id":"six","method":"wait"}]`+"\n")
+	require.NoError(t, err)
+	assert.Equal(t, cancelSeen{"5", "$/cancelRequest", "", 0, 1}, recv(t, seen, "the cancel after its request"))
+	assert.Equal(t, cancelSeen{`"six"`, "$/cancelRequest", "", 0, 1}, recv(t, seen, "the cancel before its request"))
+	assert.JSONEq(t, `[{"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"Request cancelled"}},`+
+		`{"jsonrpc":"2.0","id":"six","error":{"code":-32800,"message":"Request cancelled"}}]`, h3Recv(t, lines, "the batch's answer"))
+	require.NoError(t, in.Close())
+	for range lines {
+	}
+}
+
 // TestCancelEscapedID: a cancel names a request by its id as a JSON
 // value, whatever escapes either wrote in a string id; the answer still
 // carries the id byte for byte as the request wrote it.

@@ -34,6 +34,10 @@ type readState struct {
 	buf        []byte             // scratch for batch responses
 	cancel     envelope
 	sample     int // counts inline runs; one in sampleEvery is timed
+	// While buildUnit reads a batch, inBatch is set and the batch's
+	// cancel notifications wait in deferred, to reach its requests too.
+	inBatch  bool
+	deferred []deferredCancel
 
 	bufSize atomic.Int64 // size of the read buffer the unit running inline holds
 	charged int          // guarded by conn.mu: bytes charged by the handoff

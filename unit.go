@@ -58,8 +58,9 @@ func (u *unit) slow() bool {
 }
 
 // buildUnit turns the scanned line into the tasks of u. Invalid entries
-// become tasks that carry their error; cancels inside a batch take effect
-// at once and become nothing; valid responses from the peer are dropped.
+// become tasks that carry their error; cancels inside a batch become
+// nothing, and take effect once the batch is read, on its own requests
+// too; valid responses from the peer are delivered.
 //
 // Messages of a batch that are not work for a handler (see route) are
 // routed when act is set, and skipped otherwise.
@@ -70,6 +71,7 @@ func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
 	if kind == lineObject {
 		c.addTask(rs, u, &rs.env, false)
 	} else {
+		rs.inBatch = true
 		for i := range rs.batch {
 			e := &rs.batch[i]
 			if c.route(rs, e, act) {
@@ -77,12 +79,47 @@ func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
 			}
 			c.addTask(rs, u, e, true)
 		}
+		rs.inBatch = false
 	}
 	for i := range u.tasks {
 		if rc := u.tasks[i].ctx; rc != nil {
 			rc.req = &u.tasks[i].req
 		}
 	}
+	if len(rs.deferred) > 0 {
+		c.cancelDeferred(rs, u)
+	}
+}
+
+// A deferredCancel is a cancel notification of a batch, which takes effect
+// once the batch's requests are read, so that it reaches those of the
+// batch too, wherever they stand in it (a batch is a set, which the
+// specification lets a server take in any order).
+type deferredCancel struct {
+	in     *incomingCancel
+	params []byte
+}
+
+// cancelDeferred applies the cancels of the batch just built into u: each
+// reaches the requests in flight with its id, as any cancel does, and
+// those of u. The requests of u are looked up by id in a map made once,
+// so that a batch of requests and cancels costs time linear in its size.
+func (c *conn) cancelDeferred(rs *readState, u *unit) {
+	var own map[string][]*reqCtx
+	for i := range u.tasks {
+		if rc := u.tasks[i].ctx; rc != nil && rc.id != "" {
+			if own == nil {
+				own = make(map[string][]*reqCtx)
+			}
+			k := activeKey(rc.id)
+			own[k] = append(own[k], rc)
+		}
+	}
+	for i, d := range rs.deferred {
+		c.cancelFrom(rs, d.in, d.params, own)
+		rs.deferred[i] = deferredCancel{} // the params lie in the line
+	}
+	rs.deferred = rs.deferred[:0]
 }
 
 // addTask appends the task for one envelope to u.
@@ -165,8 +202,12 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 	}
 	switch {
 	case cancel:
-		if act {
-			c.cancelFrom(rs, in, e.params)
+		switch {
+		case !act:
+		case rs.inBatch:
+			rs.deferred = append(rs.deferred, deferredCancel{in: in, params: e.params})
+		default:
+			c.cancelFrom(rs, in, e.params, nil)
 		}
 		return true
 	case item && c.streamItem(e.params, act):
