@@ -136,6 +136,10 @@ func newMux(logger *slog.Logger) *jsonrpc.Mux {
 		return req.Params, nil
 	})
 	mux.Handle("hello", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
+		// A page that never answers must not keep the handler: its
+		// goroutine counts against the connection's budget until then.
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		var name string
 		if err := jsonrpc.Peer(ctx).Call(ctx, "whoami", nil, &name); err != nil {
 			return "", fmt.Errorf("asking the caller who it is: %w", err)
