@@ -1117,12 +1117,12 @@ func TestClientHardeningEOFWhileWriteBlocked(t *testing.T) {
 	inR, inW := io.Pipe()   // the peer to us
 	outR, outW := io.Pipe() // us to the peer, which never reads
 	defer outR.Close()
-	w := &enteredWriter{PipeWriter: outW, entered: make(chan struct{})}
+	w := &signalWriter{PipeWriter: outW, writing: make(chan struct{})}
 	c := jsonrpc.NewConn(inR, w, &jsonrpc.Options{StopGrace: 100 * time.Millisecond})
 	big := []string{strings.Repeat("x", 2<<20)}
 	first := make(chan error, 1)
 	go func() { first <- c.Notify(context.Background(), "first", big) }() // writes itself, and blocks
-	<-w.entered
+	<-w.writing
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	require.NoError(t, c.Notify(ctx, "second", big)) // buffered behind it
@@ -1135,19 +1135,6 @@ func TestClientHardeningEOFWhileWriteBlocked(t *testing.T) {
 		t.Fatal("the connection did not end after its input did, with a write blocked")
 	}
 	assert.Error(t, <-first, "the blocked write was ended")
-}
-
-// enteredWriter is a pipe's writing end that closes entered at its first
-// Write.
-type enteredWriter struct {
-	*io.PipeWriter
-	once    sync.Once
-	entered chan struct{}
-}
-
-func (w *enteredWriter) Write(p []byte) (int, error) {
-	w.once.Do(func() { close(w.entered) })
-	return w.PipeWriter.Write(p)
 }
 
 // stallingWriter writes through to its Conn while its gate is open, and
