@@ -126,7 +126,12 @@ type Options struct {
 	// the connection stops reading until some are answered. One message
 	// is always let through, so a connection holds at most
 	// MaxPendingBytes plus one message of requests, besides its read
-	// buffer. Zero means 32 MiB.
+	// buffer. A handler that waits for the peer, its slot given up,
+	// counts 8 KiB (its goroutine) more while it waits; while such
+	// handlers keep the connection over its budget, reading goes on (the
+	// answers they wait for must arrive), and new requests, and queued
+	// ones as they come to start, are answered with [ErrOverloaded]
+	// instead: they did not run. Zero means 32 MiB.
 	MaxPendingBytes int
 
 	// MaxStreamBuffer bounds, in bytes, the items of one [Conn.Stream]
