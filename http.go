@@ -76,13 +76,14 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 // After Close, or once the client has gone away, ServeHTTP returns when
 // the handlers have returned or StopGrace has passed, whichever comes
 // first; a handler still running is abandoned, and what it sends later
-// goes nowhere. Close also ends the read of a body that the client sends
-// slower than it announced, or never (a read deadline set to that
-// moment; the request gets 503 and did not run), and the body of a
-// request that comes after Close gets StopGrace to arrive. A write of the response still blocked then, on a client
+// goes nowhere. A write of the response still blocked then, on a client
 // that does not read, is ended by a write deadline set to that moment
 // (see [http.ResponseController]); with a ResponseWriter that has no
-// write deadlines, ServeHTTP returns when that write does.
+// write deadlines, ServeHTTP returns when that write does. Close also
+// ends at once the read of a body that the client sends slower than it
+// announced, or never, with a read deadline (the request gets 503 and
+// did not run), and gives the body of a request that comes after Close
+// StopGrace to arrive.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)

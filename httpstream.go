@@ -89,7 +89,7 @@ func (s *sseReader) ReadMessage() ([]byte, error) {
 	for {
 		line, err := s.readLine()
 		if err != nil {
-			if err == io.EOF && has && skipSpace(s.data, 0) < len(s.data) {
+			if err == io.EOF && skipSpace(s.data, 0) < len(s.data) {
 				return s.data, nil
 			}
 			return nil, err

@@ -184,7 +184,7 @@ var errAnswersTooLong = errors.New("jsonrpc: the answers to a batch came in an a
 // answered, and if it answers a batch of ours, every call of that batch
 // fails with errAnswersTooLong.
 func (c *conn) dropLongAnswers(line []byte) bool {
-	id := responseHeadID(line[skipSpace(line, skipSpace(line, 0)+1):])
+	id := batchHead(line)
 	if id == nil {
 		return false
 	}
@@ -302,11 +302,18 @@ func responseHeadID(head []byte) []byte {
 // the first response of the array it starts, if that is a response to a
 // call of ours as far as head shows.
 func batchHeadID(head []byte) (int64, bool) {
+	return parseID(batchHead(head))
+}
+
+// batchHead returns the id of the response that the array head starts
+// with, as responseHeadID reads it, or nil if head starts no array, or
+// an array whose first entry is not a response as far as head shows.
+func batchHead(head []byte) []byte {
 	i := skipSpace(head, 0)
 	if i >= len(head) || head[i] != '[' {
-		return 0, false
+		return nil
 	}
-	return parseID(responseHeadID(head[skipSpace(head, i+1):]))
+	return responseHeadID(head[skipSpace(head, i+1):])
 }
 
 // streamHeadID reads head as responseHeadID does, and returns the id of
