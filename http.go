@@ -94,10 +94,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}
-	limit := s.MaxMessageSize
-	if limit <= 0 {
-		limit = defaultMaxMessageSize
-	}
+	limit := orDefault(s.MaxMessageSize, defaultMaxMessageSize)
 	mem := s.memory()
 	x := new(httpRequestState)
 	out := &x.out
@@ -170,10 +167,7 @@ func (s *Server) trackRead(x *httpRequestState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		grace := s.StopGrace
-		if grace <= 0 {
-			grace = defaultStopGrace
-		}
+		grace := orDefault(s.StopGrace, defaultStopGrace)
 		_ = http.NewResponseController(x.out.w).SetReadDeadline(time.Now().Add(grace))
 		return
 	}
@@ -271,9 +265,7 @@ func shedHTTP(w http.ResponseWriter, r *http.Request) {
 // notRunAnswers returns the answers, each errStopping, to the calls of
 // body, one message or a batch; nil if it holds none.
 func notRunAnswers(body []byte, maxBatch int) []byte {
-	if maxBatch <= 0 {
-		maxBatch = defaultMaxBatch
-	}
+	maxBatch = orDefault(maxBatch, defaultMaxBatch)
 	var one envelope
 	kind, batch := scanLine(body, &one, nil, maxBatch)
 	isCall := func(e *envelope) bool {
@@ -460,9 +452,7 @@ var errBodyShed = errors.New("jsonrpc: no room for the body in the server's memo
 // is answered with an error, but it runs no handler, which alone sends
 // notifications.)
 func hasID(body []byte, maxBatch int) bool {
-	if maxBatch <= 0 {
-		maxBatch = defaultMaxBatch
-	}
+	maxBatch = orDefault(maxBatch, defaultMaxBatch)
 	var one envelope
 	switch kind, batch := scanLine(body, &one, nil, maxBatch); kind {
 	case lineObject:

@@ -131,10 +131,7 @@ func (c *HTTPClient) messages(x *exchange, f func(e *envelope, batch []envelope,
 	if resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	limit := c.MaxMessageSize
-	if limit <= 0 {
-		limit = defaultMaxMessageSize
-	}
+	limit := orDefault(c.MaxMessageSize, defaultMaxMessageSize)
 	sc := clientScratchPool.Get().(*clientScratch)
 	defer sc.put()
 	var batch []envelope

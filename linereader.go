@@ -126,10 +126,7 @@ type lineReader struct {
 // newLineReader returns a lineReader that reads from r messages of at most
 // maxSize bytes; zero or less means 64 MiB.
 func newLineReader(r io.Reader, maxSize int) *lineReader {
-	if maxSize <= 0 {
-		maxSize = defaultMaxMessageSize
-	}
-	return &lineReader{r: r, max: maxSize}
+	return &lineReader{r: r, max: orDefault(maxSize, defaultMaxMessageSize)}
 }
 
 // ReadMessage returns the next message, without its line ending. The slice

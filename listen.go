@@ -44,11 +44,7 @@ func (s *Server) ServeListener(ctx context.Context, l net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
 	defer stop()
 
-	maxConns := s.MaxConns
-	if maxConns <= 0 {
-		maxConns = defaultMaxConns
-	}
-	slots := make(chan struct{}, maxConns)
+	slots := make(chan struct{}, orDefault(s.MaxConns, defaultMaxConns))
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var pause time.Duration

@@ -31,6 +31,15 @@ const (
 	defaultMaxStreamBuffer = 16 << 20
 )
 
+// orDefault returns v, or def if v is zero or less: how a setting left
+// zero takes its default.
+func orDefault[T int | int32 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // Options configures a connection: a [Conn] made by [NewConn], [Dial] or
 // [StartProcess], and each connection a [Server] serves, which embeds
 // them. A nil *Options is valid, and every zero field means its default,
@@ -318,9 +327,7 @@ func initConn(c *conn, out *lineWriter, cfg *config, ctx context.Context, r io.R
 		c.encoders = new(encoders)
 	}
 	c.cancelIns = incomingCancels(cfg.cancel, cfg.cancelIn)
-	if c.streamBuffer <= 0 {
-		c.streamBuffer = defaultMaxStreamBuffer
-	}
+	c.streamBuffer = orDefault(c.streamBuffer, defaultMaxStreamBuffer)
 	c.mux, _ = c.handler.(*Mux)
 	if c.handler == nil {
 		c.handler = (*Mux)(nil)
@@ -328,18 +335,10 @@ func initConn(c *conn, out *lineWriter, cfg *config, ctx context.Context, r io.R
 	if c.log == nil {
 		c.log = discardLogger
 	}
-	if c.maxBatch <= 0 {
-		c.maxBatch = defaultMaxBatch
-	}
-	if c.maxFlight <= 0 {
-		c.maxFlight = defaultMaxInFlight
-	}
-	if c.grace <= 0 {
-		c.grace = defaultStopGrace
-	}
-	if c.budget <= 0 {
-		c.budget = defaultMaxPendingBytes
-	}
+	c.maxBatch = orDefault(c.maxBatch, defaultMaxBatch)
+	c.maxFlight = orDefault(c.maxFlight, defaultMaxInFlight)
+	c.grace = orDefault(c.grace, defaultStopGrace)
+	c.budget = orDefault(c.budget, defaultMaxPendingBytes)
 	if c.drainGrace {
 		c.ended = make(chan struct{})
 	}

@@ -184,8 +184,5 @@ func (p *Process) kill() {
 }
 
 func (p *Process) waitDelay() time.Duration {
-	if p.WaitDelay <= 0 {
-		return defaultWaitDelay
-	}
-	return p.WaitDelay
+	return orDefault(p.WaitDelay, defaultWaitDelay)
 }

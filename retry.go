@@ -30,12 +30,7 @@ type backoff struct {
 // newBackoff returns the backoff between lo and hi; zero means 50 ms and
 // 5 s.
 func newBackoff(lo, hi time.Duration) backoff {
-	if lo <= 0 {
-		lo = defaultMinBackoff
-	}
-	if hi <= 0 {
-		hi = defaultMaxBackoff
-	}
+	lo, hi = orDefault(lo, defaultMinBackoff), orDefault(hi, defaultMaxBackoff)
 	return backoff{bound: min(lo, hi), max: hi}
 }
 
