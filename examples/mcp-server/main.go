@@ -7,10 +7,11 @@
 // sending notifications/progress for the caller's _meta.progressToken and
 // stopping when the caller cancels; "roots" asks the client for its roots
 // (a call from the server to the client on the same connection) and
-// returns them. The client's notifications/cancelled stops a call, which
-// then gets no response, as MCP requires. Logs go to standard error; the
-// server exits 0 when its input ends, once the tools still running have
-// had 300 ms to finish and then been cancelled.
+// returns them, or, if the client has not answered within 10 s, cancels
+// its call and fails. The client's notifications/cancelled stops a call,
+// which then gets no response, as MCP requires. Logs go to standard
+// error; the server exits 0 when its input ends, once the tools still
+// running have had 300 ms to finish and then been cancelled.
 //
 // It is a module of its own, since its tools' JSON Schemas come from the
 // openrpc module. Run it under an MCP client, for example:
@@ -247,12 +248,23 @@ func count(ctx context.Context, p callParams) (string, error) {
 // errNoCallback is the roots tool's error over HTTP.
 var errNoCallback = errors.New("this server cannot ask the client for its roots over stateless HTTP: use stdio")
 
+// rootsTimeout bounds the wait for the client's answer to roots/list: a
+// client that never answers gets the tool call back as a tool error (and
+// a notifications/cancelled for its roots/list) rather than holding it,
+// and its goroutine, for ever.
+var rootsTimeout = 10 * time.Second
+
 func roots(ctx context.Context, p callParams) (string, error) {
 	if jsonrpc.HTTPRequestFromContext(ctx) != nil {
 		return "", errNoCallback // a call to the client would fail at once
 	}
-	list, err := rootsListMethod.Call(ctx, jsonrpc.Peer(ctx), nil)
-	if err != nil {
+	callCtx, cancel := context.WithTimeout(ctx, rootsTimeout)
+	defer cancel()
+	list, err := rootsListMethod.Call(callCtx, jsonrpc.Peer(ctx), nil)
+	switch {
+	case err != nil && ctx.Err() == nil && callCtx.Err() != nil:
+		return "", fmt.Errorf("roots/list: the client did not answer within %v", rootsTimeout)
+	case err != nil:
 		return "", fmt.Errorf("roots/list: %w", err)
 	}
 	var b strings.Builder
@@ -262,30 +274,35 @@ func roots(ctx context.Context, p callParams) (string, error) {
 	return b.String(), nil
 }
 
-func main() {
-	httpAddr := flag.String("http", "", "serve MCP's stateless Streamable HTTP transport at /mcp on this TCP `address` instead of stdio")
-	flag.Parse()
-
+// options are the server's: its methods and MCP's cancel convention.
+func options() jsonrpc.Options {
 	mux := new(jsonrpc.Mux)
 	initializeMethod.Register(mux, initialize)
 	mux.HandleFunc("notifications/initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
 	pingMethod.Register(mux, func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
 	listToolsMethod.Register(mux, listTools)
 	callToolMethod.Register(mux, callTool)
-
-	srv := &jsonrpc.Server{
-		Options: jsonrpc.Options{
-			Handler:      mux,
-			Logger:       logger,
-			Cancellation: jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true},
-			OnCancel: func(ce *jsonrpc.CancelError, running, queued int) {
-				if running == 0 {
-					logger.Info("cancel", "id", ce.ID.String(), "reason", ce.Reason(), "queued", queued)
-				}
-			},
-			StopGrace: 300 * time.Millisecond,
+	return jsonrpc.Options{
+		Handler:      mux,
+		Logger:       logger,
+		Cancellation: mcpCancel,
+		OnCancel: func(ce *jsonrpc.CancelError, running, queued int) {
+			if running == 0 {
+				logger.Info("cancel", "id", ce.ID.String(), "reason", ce.Reason(), "queued", queued)
+			}
 		},
+		StopGrace: 300 * time.Millisecond,
 	}
+}
+
+// mcpCancel is MCP's cancel notification, which gets no response.
+var mcpCancel = jsonrpc.Cancellation{Method: "notifications/cancelled", IDMember: "requestId", Unanswered: true}
+
+func main() {
+	httpAddr := flag.String("http", "", "serve MCP's stateless Streamable HTTP transport at /mcp on this TCP `address` instead of stdio")
+	flag.Parse()
+
+	srv := &jsonrpc.Server{Options: options()}
 	var err error
 	if *httpAddr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
