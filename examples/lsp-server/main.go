@@ -19,7 +19,9 @@
 // "greeting" in the "example" section of the editor's settings, which the
 // server asks for with workspace/configuration, a call from the server to
 // the editor on the same connection. A hover on a document that is not
-// open, or below its last line, gets a null result, as LSP allows. The
+// open, or below its last line, gets a null result, as LSP allows. An
+// editor that has not answered workspace/configuration within 5 s has
+// that call cancelled, and the hover shows the default greeting. The
 // command "example.count" counts to n (default 50), 20 ms a step, reports
 // work done progress on $/progress when the editor gives a workDoneToken,
 // and stops when the editor sends $/cancelRequest, which is answered with
@@ -151,6 +153,11 @@ type hoverParams struct {
 	Position     position     `json:"position"`
 }
 
+// configTimeout bounds a hover's wait for the editor's answer to
+// workspace/configuration: an editor that never answers gets its hover,
+// with the default greeting, rather than a handler held for ever.
+var configTimeout = 5 * time.Second
+
 type settings struct {
 	Greeting string `json:"greeting"`
 }
@@ -174,7 +181,9 @@ func (s *server) hover(ctx context.Context, p hoverParams) (any, error) {
 	if s.configuration.Load() {
 		var cfg []settings // one per item asked for
 		items := []map[string]string{{"scopeUri": p.TextDocument.URI, "section": "example"}}
-		err := jsonrpc.Peer(ctx).Call(ctx, "workspace/configuration", map[string]any{"items": items}, &cfg)
+		callCtx, cancel := context.WithTimeout(ctx, configTimeout)
+		err := jsonrpc.Peer(ctx).Call(callCtx, "workspace/configuration", map[string]any{"items": items}, &cfg)
+		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err() // the hover was cancelled, and so was the call
@@ -254,6 +263,19 @@ var (
 func main() {
 	ctx, exit := context.WithCancel(context.Background())
 	s := &server{docs: make(map[string]document)}
+	srv := &jsonrpc.Server{Options: s.options(exit)}
+	if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
+		logger.Error("serve", "err", err) // not stopped by exit
+		os.Exit(1)
+	}
+	if !s.shutdown.Load() {
+		os.Exit(1)
+	}
+}
+
+// options are the server's: its methods, behind gate, and LSP's framing;
+// exit is called for the exit notification.
+func (s *server) options(exit func()) jsonrpc.Options {
 	mux := new(jsonrpc.Mux)
 	initializeMethod.Register(mux, s.initialize)
 	mux.HandleFunc("initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
@@ -271,7 +293,7 @@ func main() {
 		return nil, nil
 	})
 
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{
+	return jsonrpc.Options{
 		Handler: s.gate(mux),
 		Logger:  logger,
 		Framing: jsonrpc.HeaderFraming{},
@@ -281,12 +303,5 @@ func main() {
 		// LSP sends no batches; the answer to one is built whole in
 		// memory, so a peer's batch of hovers is kept small.
 		MaxBatch: 16,
-	}}
-	if err := srv.Serve(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
-		logger.Error("serve", "err", err) // not stopped by exit
-		os.Exit(1)
-	}
-	if !s.shutdown.Load() {
-		os.Exit(1)
 	}
 }

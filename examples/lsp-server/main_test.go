@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/ndjsonrpc/jsonrpc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHoverEditorNeverAnswersConfiguration: an editor that takes
+// workspace/configuration and never answers it gets its hover, with the
+// default greeting, once configTimeout has passed, and the call is
+// cancelled with $/cancelRequest.
+func TestHoverEditorNeverAnswersConfiguration(t *testing.T) {
+	old := configTimeout
+	configTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { configTimeout = old })
+
+	a, b := net.Pipe()
+	s := &server{docs: make(map[string]document)}
+	server := jsonrpc.NewConn(a, a, new(s.options(func() {})))
+	defer server.Close()
+
+	cancelled := make(chan struct{})
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("workspace/configuration", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		<-ctx.Done() // never answers; ends when the server cancels
+		var ce *jsonrpc.CancelError
+		if errors.As(context.Cause(ctx), &ce) { // the server's cancel, not the end of the connection
+			close(cancelled)
+		}
+		return nil, ctx.Err()
+	})
+	editor := jsonrpc.NewConn(b, b, &jsonrpc.Options{Handler: mux, Framing: jsonrpc.HeaderFraming{}})
+	defer editor.Close()
+
+	// Without the timeout the hover would wait for ever: bound it well
+	// past configTimeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	caps := map[string]any{"capabilities": map[string]any{"workspace": map[string]any{"configuration": true}}}
+	require.NoError(t, editor.Call(ctx, "initialize", caps, nil))
+	doc := map[string]any{"textDocument": map[string]any{"uri": "file:///a.txt", "version": 1, "text": "first line\nsecond"}}
+	require.NoError(t, editor.Notify(ctx, "textDocument/didOpen", doc))
+
+	var hover struct {
+		Contents struct {
+			Value string `json:"value"`
+		} `json:"contents"`
+	}
+	at := map[string]any{"textDocument": map[string]any{"uri": "file:///a.txt"}, "position": map[string]int{"line": 1, "character": 0}}
+	require.NoError(t, editor.Call(ctx, "textDocument/hover", at, &hover))
+	assert.Equal(t, "Hello from file:///a.txt:2:1\nsecond", hover.Contents.Value)
+
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("workspace/configuration was not cancelled with $/cancelRequest")
+	}
+}
