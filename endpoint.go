@@ -46,6 +46,19 @@ type Caller interface {
 // why; its reader and writer are then closed, if they are io.Closers.
 type Conn struct {
 	c *conn
+
+	// reaped, if set, is closed once the child process that StartProcess
+	// connected this Conn to has been waited for.
+	reaped <-chan struct{}
+}
+
+// waitProcess returns once the child process of c, if StartProcess made
+// c, has been waited for: at most about 5 seconds after c has ended (see
+// [Process]).
+func (c *Conn) waitProcess() {
+	if c.reaped != nil {
+		<-c.reaped
+	}
 }
 
 // NewConn returns a Conn that reads messages from r and writes to w,

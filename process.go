@@ -83,6 +83,7 @@ func StartProcess(ctx context.Context, cmd *exec.Cmd, opts *Options) (*Process, 
 		closing: make(chan time.Duration, 1),
 		waited:  make(chan struct{}),
 	}
+	p.Conn.reaped = p.waited
 	go p.reap(ctx)
 	return p, nil
 }
@@ -110,16 +111,19 @@ func (p *Process) Close() error {
 // the process's standard input, waits for it to exit, reading its output
 // to the end, and kills it if it has not exited in time: WaitDelay after
 // Close, or defaultWaitDelay after the connection ended by itself, or
-// Close's WaitDelay from then if Close comes meanwhile and that is sooner.
+// Close's WaitDelay from then if Close comes meanwhile and that is sooner,
+// or at once if ctx ends meanwhile.
 func (p *Process) reap(ctx context.Context) {
 	closing := p.closing
+	ctxDone := ctx.Done()
 	var delay time.Duration
 	select {
 	case delay = <-closing:
 		closing = nil
 	case <-p.Conn.Done():
 		delay = defaultWaitDelay
-	case <-ctx.Done():
+	case <-ctxDone:
+		ctxDone = nil
 		// Killed, the process ends its output, which ends the
 		// connection with the calls in flight: let it read that end
 		// before closing anything. A grandchild may hold the output
@@ -165,6 +169,10 @@ func (p *Process) reap(ctx context.Context) {
 				t.Reset(d)
 			}
 		case <-t.C:
+			p.kill()
+			<-exited
+			done = true
+		case <-ctxDone:
 			p.kill()
 			<-exited
 			done = true

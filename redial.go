@@ -92,7 +92,7 @@ func (r *Redialer) connFor(ctx context.Context) (*Conn, error) {
 		if c := r.conn; c != nil {
 			select {
 			case <-c.Done():
-				r.conn = nil // broken: make another
+				r.letGo(c, false) // broken: make another
 			default:
 				r.mu.Unlock()
 				return c, nil
@@ -177,14 +177,16 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 	}
 }
 
-// again reports whether a call of method that failed with err on c is to
-// be made again on a new connection. A peer that answers [ErrNotRun] is
-// stopping: c is let go, shut down gracefully, and the call is made on a
-// new connection. A call that failed with an error wrapping [ErrClosed]
-// lets c go too, even before c is done (its peer has ended, while a
-// handler of ours still runs): the next call takes a new connection
-// rather than fail again at once on this one.
-func (r *Redialer) again(c *Conn, method string, err error) bool {
+// again reports whether a call of method, or a notification if call is
+// false, that failed with err on c is to be made again on a new
+// connection: if it surely did not run, or if it is a call that Retry
+// allows. A peer that answers [ErrNotRun] is stopping: c is let go, shut
+// down gracefully, and the call is made on a new connection. A call that
+// failed with an error wrapping [ErrClosed] lets c go too, even before c
+// is done (its peer has ended, while a handler of ours still runs): the
+// next call takes a new connection rather than fail again at once on this
+// one.
+func (r *Redialer) again(c *Conn, method string, call bool, err error) bool {
 	switch {
 	case err == nil:
 		r.answered()
@@ -199,7 +201,7 @@ func (r *Redialer) again(c *Conn, method string, err error) bool {
 		return false
 	}
 	r.retire(c, false)
-	return !MayHaveRun(err) || (r.Retry != nil && r.Retry(method))
+	return !MayHaveRun(err) || (call && r.Retry != nil && r.Retry(method))
 }
 
 // answered notes that a call was answered: the next connection let go is
@@ -221,6 +223,14 @@ func (r *Redialer) retire(c *Conn, graceful bool) {
 	if r.conn != c || r.closed {
 		return
 	}
+	r.letGo(c, graceful)
+}
+
+// letGo lets c, the current connection, go, and counts it as lost (see
+// dialLoop); r.mu is held. c ends on a goroutine of the Redialer's, which
+// waits for its child process too if Dial started one, so that Close
+// waits for both.
+func (r *Redialer) letGo(c *Conn, graceful bool) {
 	r.conn = nil
 	r.lost.Add(1)
 	ctx := r.ctx // set by the dial that made c
@@ -234,38 +244,44 @@ func (r *Redialer) retire(c *Conn, graceful bool) {
 			}
 		}
 		_ = c.Close()
+		c.waitProcess() // at once once ctx has ended, which kills it
 	})
 }
 
 // Call calls method on the current connection, as [Conn.Call] does, and
 // makes the call again on a new connection when its connection broke and
-// the call surely did not run or its method may be retried.
+// the call surely did not run or its method may be retried. If it fails
+// in the end, [MayHaveRun] reports true if any of its attempts may have
+// run.
 func (r *Redialer) Call(ctx context.Context, method string, params, result any) error {
-	for {
-		c, err := r.connFor(ctx)
-		if err != nil {
-			return err
-		}
-		err = c.Call(ctx, method, params, result)
-		if !r.again(c, method, err) {
-			return err
-		}
-	}
+	return r.send(ctx, method, true, func(c *Conn) error { return c.Call(ctx, method, params, result) })
 }
 
 // Notify sends a notification on the current connection, as [Conn.Notify]
 // does, and again on a new connection if the broken one surely did not
-// send it.
+// send it (whatever Retry says).
 func (r *Redialer) Notify(ctx context.Context, method string, params any) error {
+	return r.send(ctx, method, false, func(c *Conn) error { return c.Notify(ctx, method, params) })
+}
+
+// send makes attempt on the current connection, and on new ones for as
+// long as again says so. Its error says that it may have run if any
+// attempt may have.
+func (r *Redialer) send(ctx context.Context, method string, call bool, attempt func(*Conn) error) error {
+	ran := false // an attempt before this one may have run
 	for {
 		c, err := r.connFor(ctx)
-		if err != nil {
-			return err
+		if err == nil {
+			err = attempt(c)
+			if r.again(c, method, call, err) {
+				ran = ran || MayHaveRun(err)
+				continue
+			}
 		}
-		err = c.Notify(ctx, method, params)
-		if !r.again(c, method, err) {
-			return err
+		if ran && err != nil {
+			return &retriedError{err: err, ran: true}
 		}
+		return err
 	}
 }
 
@@ -301,7 +317,12 @@ func (r *Redialer) Stream(ctx context.Context, method string, params any) iter.S
 // Close closes the current connection, then ends the context of Dial,
 // which stops a dial under way, and makes every later call fail with an
 // error wrapping [ErrClosed]; calls waiting for a connection fail at once.
-// It returns once the dialing goroutine has ended. Close is idempotent.
+// If Dial started a child process with [StartProcess], Close first waits
+// for it to exit once its input has ended, as long as a Process waits
+// when its connection ends (5 seconds) before it kills it; the children
+// of connections let go earlier are killed. It returns once the dialing
+// goroutine, and every connection and child process it made, have ended.
+// Close is idempotent.
 func (r *Redialer) Close() error {
 	r.mu.Lock()
 	r.closed = true
@@ -311,6 +332,7 @@ func (r *Redialer) Close() error {
 	r.mu.Unlock()
 	if c != nil {
 		_ = c.Close() // first, so that a child process gets its end of input rather than a kill
+		c.waitProcess()
 	}
 	if stop != nil {
 		stop()
