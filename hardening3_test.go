@@ -480,3 +480,80 @@ func TestIdleConnectionLetsGo(t *testing.T) {
 		assert.Less(t, int64(after)-int64(before), int64(bound), "live heap growth of an idle connection, in bytes")
 	})
 }
+
+// Once Shutdown has begun, a line that holds no request (not JSON, an
+// empty batch, a scalar, a batch too long) is answered as before it, not
+// with the answers of the last batch read, whose envelopes point into a
+// reused buffer (that made invalid JSON).
+func TestShutdownAnswersBadLinesAfterABatch(t *testing.T) {
+	checkLeaks(t)
+	release, started := make(chan struct{}), make(chan struct{})
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("ok", func(context.Context, *jsonrpc.Request) (any, error) { return "ok", nil })
+	mux.HandleFunc("block", func(context.Context, *jsonrpc.Request) (any, error) {
+		close(started)
+		<-release
+		return "done", nil
+	})
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, MaxBatch: 3}}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), inR, outW); _ = outW.Close() }()
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		out := bufio.NewReader(outR)
+		for {
+			l, err := out.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- strings.TrimSuffix(l, "\n")
+		}
+	}()
+	next := func() string {
+		t.Helper()
+		return recv(t, lines, "an answer")
+	}
+	send := func(line string) {
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+	}
+
+	send(`{"jsonrpc":"2.0","id":"slow","method":"block"}`)
+	recv(t, started, "the blocking handler to start")
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(context.Background()) }()
+	// Shutdown has begun once a request is answered Not run.
+	for i := 0; ; i++ {
+		send(`{"jsonrpc":"2.0","id":"probe","method":"ok"}`)
+		if got := next(); strings.Contains(got, `"code":-32091`) {
+			break
+		}
+		require.Less(t, i, 1000, "Shutdown never began")
+	}
+
+	send(`[{"jsonrpc":"2.0","id":"A","method":"ok"},{"jsonrpc":"2.0","id":"B","method":"ok"}]`)
+	got := next()
+	assert.True(t, json.Valid([]byte(got)), "%s", got)
+	assert.Contains(t, got, `"id":"A"`)
+	parseError := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`
+	invalid := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`
+	for _, c := range []struct{ in, want string }{
+		{`{bad`, parseError},
+		{strings.Repeat(`"`, 30), parseError},
+		{`[]`, invalid},
+		{`42`, invalid},
+		{`[1,2,3,4]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request","data":{"limit":3,"reason":"batch too long"}}}`},
+	} {
+		send(c.in)
+		assert.Equal(t, c.want, next(), "answer to %s", c.in)
+	}
+	close(release)
+	require.NoError(t, inW.Close())
+	for range lines {
+	}
+	require.NoError(t, recv(t, shut, "Shutdown"))
+	<-served
+}

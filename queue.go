@@ -108,7 +108,14 @@ func (c *conn) refuse(rs *readState, line []byte, act bool, werr *Error) {
 	u := &unit{}
 	var kind lineKind
 	kind, rs.batch = scanLine(line, &rs.env, rs.batch, c.maxBatch)
-	if kind == lineObject && c.route(rs, &rs.env, act) {
+	switch kind {
+	case lineObject:
+		if c.route(rs, &rs.env, act) {
+			return
+		}
+	case lineBatch:
+	default:
+		c.answerNoUnit(kind, line) // as when running: nothing to refuse
 		return
 	}
 	c.buildUnit(rs, u, kind, act)

@@ -208,6 +208,21 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 	}
 }
 
+// answerNoUnit answers a line of a kind that holds no request to run:
+// not JSON, neither object nor array, an empty batch, or one too long.
+func (c *conn) answerNoUnit(kind lineKind, line []byte) {
+	switch kind {
+	case lineInvalidJSON:
+		c.writeError(nullID, ErrParse)
+	case lineOther, lineEmptyBatch:
+		c.writeError(nullID, ErrInvalidRequest)
+	case lineBatchTooLong:
+		if !c.dropLongAnswers(line) {
+			c.writeError(nullID, limitError("batch too long", c.maxBatch))
+		}
+	}
+}
+
 // handleLine answers or runs one line. It reports whether this goroutine
 // still holds the reading role.
 func (c *conn) handleLine(rs *readState, line []byte) bool {
@@ -217,21 +232,14 @@ func (c *conn) handleLine(rs *readState, line []byte) bool {
 	kind, batch := scanLine(line, &rs.env, rs.batch, c.maxBatch)
 	rs.batch = batch
 	switch kind {
-	case lineInvalidJSON:
-		c.writeError(nullID, ErrParse)
-		return true
-	case lineOther, lineEmptyBatch:
-		c.writeError(nullID, ErrInvalidRequest)
-		return true
-	case lineBatchTooLong:
-		if !c.dropLongAnswers(line) {
-			c.writeError(nullID, limitError("batch too long", c.maxBatch))
-		}
-		return true
 	case lineObject:
 		if c.route(rs, &rs.env, true) {
 			return true
 		}
+	case lineBatch:
+	default:
+		c.answerNoUnit(kind, line)
+		return true
 	}
 
 	// The reader runs a unit inline only while a slot is free for it and
