@@ -157,7 +157,11 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte, own 
 	// would depend on the reader (encoding/json takes the last).
 	e := &rs.cancel
 	e.reset()
-	if _, ok := scanObject(params, 0, e); !ok || e.dup {
+	_, ok := scanObject(params, 0, e)
+	if e.seen != nil {
+		e.forgetNames()
+	}
+	if !ok || e.dup {
 		return
 	}
 	id := e.id

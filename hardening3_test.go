@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -556,4 +557,93 @@ func TestShutdownAnswersBadLinesAfterABatch(t *testing.T) {
 	}
 	require.NoError(t, recv(t, shut, "Shutdown"))
 	<-served
+}
+
+// A peer that sends requests for many long, unknown methods does not make
+// the connection keep their names: what it remembers of methods is
+// bounded (256 KiB), not 1,024 names of up to MaxMessageSize each.
+func TestMethodNamesHeldAreBounded(t *testing.T) {
+	checkLeaks(t)
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: new(jsonrpc.Mux)}}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), inR, outW); _ = outW.Close() }()
+	out := bufio.NewReader(outR)
+	before := heap()
+	pad := strings.Repeat("m", 64<<10)
+	for i := range 400 { // 25 MiB of names
+		_, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"%s%d"}`+"\n", i, pad, i)
+		require.NoError(t, err)
+		l, err := out.ReadString('\n')
+		require.NoError(t, err)
+		require.Contains(t, l, `"code":-32601`)
+	}
+	held := int64(heap()) - int64(before)
+	assert.Less(t, held, int64(8<<20), "bytes held after 400 unknown methods of 64 KiB")
+	require.NoError(t, inW.Close())
+	_, _ = io.Copy(io.Discard, out)
+	require.NoError(t, recv(t, served, "Serve"))
+}
+
+// An idle connection keeps no copy of the names of a line's unknown
+// members: one line of thousands of them leaves no more behind than a
+// plain line of the same size does.
+func TestIdleAfterManyMembers(t *testing.T) {
+	checkLeaks(t)
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","method":"ok","id":1`)
+	for i := 0; b.Len() < 60<<10; i++ {
+		fmt.Fprintf(&b, `,"%x":0`, i)
+	}
+	b.WriteString("}\n")
+	many := b.String()
+	plain := `{"jsonrpc":"2.0","method":"ok","id":1,"params":["` + strings.Repeat("x", len(many)-60) + `"]}` + "\n"
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("ok", func(context.Context, *jsonrpc.Request) (any, error) { return "ok", nil })
+	// idle returns what each of 50 connections holds once it has
+	// answered line and waits for the next.
+	idle := func(line string) int64 {
+		const conns = 50
+		before := heap()
+		var ins []*io.PipeWriter
+		var served []chan error
+		for range conns {
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(context.Background(), inR, outW); _ = outW.Close() }()
+			out := bufio.NewReader(outR)
+			_, err := io.WriteString(inW, line)
+			require.NoError(t, err)
+			answer, err := out.ReadString('\n')
+			require.NoError(t, err)
+			require.Contains(t, answer, `"result":"ok"`)
+			go func() { _, _ = io.Copy(io.Discard, out) }()
+			ins, served = append(ins, inW), append(served, done)
+		}
+		per := (heap() - before) / conns
+		for i := range ins {
+			require.NoError(t, ins[i].Close())
+			require.NoError(t, recv(t, served[i], "Serve"))
+		}
+		return per
+	}
+	p, m := idle(plain), idle(many)
+	assert.Less(t, m, p+64<<10, "bytes an idle connection holds after a %d-byte line of many members, against %d after a plain one", len(many), p)
 }

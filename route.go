@@ -62,6 +62,15 @@ const (
 	sampleEvery = 32
 )
 
+// Bounds of what a reading role remembers of methods: at most
+// maxMethods names, each of at most maxMethodName bytes, so that a peer
+// that sends many methods, or long ones, makes it hold at most 256 KiB.
+// A method past them is looked up for each message.
+const (
+	maxMethods    = 1024
+	maxMethodName = 256
+)
+
 // intern returns what is known of the method named b, without allocating
 // for the names it has seen before.
 func (rs *readState) intern(c *conn, b []byte) *method {
@@ -75,7 +84,9 @@ func (rs *readState) intern(c *conn, b []byte) *method {
 		return m
 	}
 	m := rs.learn(c, b)
-	rs.last = m
+	if len(b) <= maxMethodName {
+		rs.last = m
+	}
 	return m
 }
 
@@ -99,6 +110,9 @@ func (rs *readState) learn(c *conn, b []byte) *method {
 		}
 		m.route.Store(&m.first)
 	}
+	if len(b) > maxMethodName {
+		return m
+	}
 	if rs.names == nil {
 		// The reading role of an HTTP body keeps its methods only from
 		// the second on (a batch), so that a body of one request
@@ -108,7 +122,7 @@ func (rs *readState) learn(c *conn, b []byte) *method {
 		}
 		rs.names = map[string]*method{rs.last.name: rs.last}
 	}
-	if len(rs.names) < 1024 {
+	if len(rs.names) < maxMethods {
 		rs.names[m.name] = m
 	}
 	return m

@@ -34,11 +34,19 @@ type envelope struct {
 }
 
 func (e *envelope) reset() {
-	others, seen := e.others[:0], e.seen
-	if len(seen) > 0 {
-		clear(seen) // a call, even for an empty or nil map
+	*e = envelope{others: e.others[:0], seen: e.seen} // seen is empty: see forgetNames
+}
+
+// forgetNames drops the names of ignored members that e.seen holds (as
+// copies) once the scan that needed them is over, so that none outlives
+// it, on an idle connection say: a map of many is let go, a small one
+// emptied for the next scan.
+func (e *envelope) forgetNames() {
+	if len(e.seen) > 64 {
+		e.seen = nil
+		return
 	}
-	*e = envelope{others: others, seen: seen}
+	clear(e.seen)
 }
 
 // other records the name of a member the envelope ignores, noting a
@@ -75,6 +83,7 @@ func (e *envelope) other(name []byte) {
 
 // scanObject scans the object that starts at b[i] (which must be '{') into
 // e, recording the envelope's members, and returns the index past it.
+// A caller that keeps e calls e.forgetNames after it when e.seen is set.
 func scanObject(b []byte, i int, e *envelope) (int, bool) {
 	e.object = true
 	i = skipSpace(b, i+1)
@@ -251,6 +260,9 @@ func scanLine(line []byte, one *envelope, batch []envelope, maxBatch int) (lineK
 	case '{':
 		one.reset()
 		end, ok := scanObject(line, i, one)
+		if one.seen != nil {
+			one.forgetNames()
+		}
 		if !ok || skipSpace(line, end) != len(line) {
 			return lineInvalidJSON, batch
 		}
@@ -273,7 +285,11 @@ func scanLine(line []byte, one *envelope, batch []envelope, maxBatch int) (lineK
 			}
 			if kind == lineBatch && i < len(line) && line[i] == '{' {
 				batch = append(batch, envelope{})
-				end, ok = scanObject(line, i, &batch[len(batch)-1])
+				e := &batch[len(batch)-1]
+				end, ok = scanObject(line, i, e)
+				if e.seen != nil {
+					e.seen = nil // a new envelope's (see forgetNames)
+				}
 			} else {
 				if kind == lineBatch {
 					batch = append(batch, envelope{})
