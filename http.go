@@ -5,6 +5,7 @@ package jsonrpc
 // handler's notifications first.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -572,15 +573,37 @@ func (f *httpFraming) AppendFrame(dst, msg []byte) []byte {
 	switch f.frame {
 	case frameSSE:
 		dst = append(dst, "event: message\ndata: "...)
-		dst = append(dst, msg...)
+		dst = appendFlat(dst, msg)
 		return append(dst, "\n\n"...)
 	case framePlain:
 		if note {
 			return dst // only the answer goes out
 		}
+		dst = append(dst, msg...)
+		return append(dst, '\n')
 	}
-	dst = append(dst, msg...)
+	dst = appendFlat(dst, msg)
 	return append(dst, '\n')
+}
+
+// appendFlat appends msg, valid JSON, to dst with each line break in it
+// made a space. A stream's message must be one line (an SSE data line
+// ends at CR or LF), and msg may hold them as whitespace: a handler's raw
+// result, or a request's params, which an HTTP body may spread over lines,
+// given back as they are. In valid JSON a line break is never inside a
+// string, so the message means the same.
+func appendFlat(dst, msg []byte) []byte {
+	start := len(dst)
+	dst = append(dst, msg...)
+	if bytes.IndexByte(msg, '\n') < 0 && bytes.IndexByte(msg, '\r') < 0 {
+		return dst
+	}
+	for i, c := range dst[start:] {
+		if c == '\n' || c == '\r' {
+			dst[start+i] = ' '
+		}
+	}
+	return dst
 }
 
 // isOurNotification reports whether msg, written by this package, is a

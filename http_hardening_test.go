@@ -531,3 +531,47 @@ func TestHTTPHardeningNullIDError(t *testing.T) {
 		})
 	}
 }
+
+// A streamed HTTP answer (SSE, NDJSON) is one line whatever line breaks
+// its JSON holds as whitespace: a raw result with a bare CR (an SSE data
+// line ends at CR too), or a request's params, spread over lines in the
+// body, given back as they are.
+func TestHTTPHardeningStreamedAnswerIsOneLine(t *testing.T) {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("raw", func(context.Context, *jsonrpc.Request) (any, error) {
+		return json.RawMessage("[1,\r2,\r3]"), nil
+	})
+	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, r *jsonrpc.Request) (json.RawMessage, error) {
+		return r.Params, nil
+	}))
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	for _, tc := range []struct{ body, result string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"raw"}`, `[1,2,3]`},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":{\n\"a\":\r\n1}}", `{"a":1}`},
+	} {
+		for _, accept := range []string{"text/event-stream", "application/x-ndjson"} {
+			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", accept)
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, req)
+			require.Equal(t, http.StatusOK, rec.Code)
+			body := rec.Body.String()
+			// Lines as a WHATWG event-stream parser, or an NDJSON one
+			// that takes CR as a line end too, splits them.
+			lines := strings.FieldsFunc(body, func(r rune) bool { return r == '\n' || r == '\r' })
+			msg := lines[len(lines)-1]
+			if accept == "text/event-stream" {
+				require.Equal(t, []string{"event: message"}, lines[:len(lines)-1], "%q", body)
+				msg = strings.TrimPrefix(msg, "data: ")
+			} else {
+				require.Len(t, lines, 1, "%q", body)
+			}
+			var got struct{ Result json.RawMessage }
+			require.NoError(t, json.Unmarshal([]byte(msg), &got), "%q", body)
+			var compact bytes.Buffer
+			require.NoError(t, json.Compact(&compact, got.Result))
+			assert.Equal(t, tc.result, compact.String(), "%s, %s", tc.body, accept)
+		}
+	}
+}

@@ -723,6 +723,33 @@ func BenchmarkServeHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkServeHTTPSSE is BenchmarkServeHTTP with the answer asked for
+// as a server-sent event, the framing of MCP's Streamable HTTP.
+func BenchmarkServeHTTPSSE(b *testing.B) {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
+		return req.Params, nil
+	})
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}`
+	want := "event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"result":{"a":1}}` + "\n\n"
+	rd := strings.NewReader(body)
+	req := httptest.NewRequest(http.MethodPost, "/", rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	w := &discardResponse{h: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(body)
+		w.n = 0
+		clear(w.h)
+		srv.ServeHTTP(w, req)
+		if w.code != http.StatusOK || w.n != len(want) {
+			b.Fatalf("status %d, %d bytes", w.code, w.n)
+		}
+	}
+}
+
 // discardResponse is an http.ResponseWriter that keeps only the status
 // and the number of bytes written.
 type discardResponse struct {
