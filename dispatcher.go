@@ -165,9 +165,12 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // name given twice in one object, at any depth, is answered with
 // CodeInvalidParams and data that names it, such as {"reason":"duplicate
 // member","member":"name","path":"/user/name"}, whose path is a JSON
-// Pointer (RFC 6901) into the params. Duplicates are refused inside a
-// json.RawMessage, an any or a type with its own UnmarshalJSON too, whose
-// names are otherwise left to that type. A proxy or policy that reads the
+// Pointer (RFC 6901) into the params. Two keys of a map that decode to
+// one Go key are a duplicate too: "1" and "01" for an integer key, "::1"
+// and "0::1" for a key type with UnmarshalText such as netip.Addr.
+// Duplicates are refused inside a json.RawMessage, an any or a type with
+// its own UnmarshalJSON too, whose names are otherwise left to that type.
+// A proxy or policy that reads the
 // params before the handler therefore reads the same members as the
 // handler. Nesting deeper than 10,000 levels is refused, as encoding/json
 // refuses it. [LaxParams] restores the rules of encoding/json, which match
@@ -341,7 +344,7 @@ func (ds *paramDecoders) decode(params json.RawMessage, p any, valid bool, rules
 	case d != nil:
 		err = ds.decodeWith(d, params, p)
 	case self && (valid || validParams(params)):
-		err = u.UnmarshalJSON(params)
+		err = u.UnmarshalJSON(trimSpace(params)) // the value alone, as encoding/json hands it
 	default:
 		err = json.Unmarshal(params, p)
 	}

@@ -34,8 +34,9 @@ type plan struct {
 	folded map[string]struct{}
 	// planMap: how keys are compared; planMap and planList: the plan of
 	// the values.
-	keys keyKind
-	elem *plan
+	keys    keyKind
+	keyType reflect.Type // keysText: the map's key type
+	elem    *plan
 	// flat says that no field of a struct holds a struct, and that
 	// there are at most 64 fields.
 	flat bool
@@ -56,6 +57,7 @@ const (
 	keysExact keyKind = iota // as the decoded names
 	keysInt                  // as the integers they parse to, as encoding/json does
 	keysUint
+	keysText // as the keys UnmarshalText makes of them (see decodedKey)
 )
 
 // A planField is a field of a struct, under its JSON name.
@@ -194,6 +196,9 @@ func (b *planBuilder) build(t reflect.Type) *plan {
 		}
 	case reflect.Map:
 		p = &plan{kind: planMap, keys: mapKeys(t.Key())}
+		if p.keys == keysText {
+			p.keyType = t.Key()
+		}
 		b.built[t] = p
 		if p.elem = b.build(t.Elem()); p.elem == nil && p.keys == keysExact {
 			p = nil
@@ -238,10 +243,12 @@ func decodesItself(t reflect.Type) bool {
 }
 
 // mapKeys returns how encoding/json reads the keys of a map with key type
-// k: integers are parsed, so "1" and "+1" name the same entry.
+// k: integers are parsed, so "1" and "+1" name the same entry, and a key
+// type with UnmarshalText decodes itself, so "::1" and "0::1" name the
+// same netip.Addr.
 func mapKeys(k reflect.Type) keyKind {
 	if reflect.PointerTo(k).Implements(textUnm) {
-		return keysExact
+		return keysText
 	}
 	switch k.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:

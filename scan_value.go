@@ -28,6 +28,15 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// trimSpace returns b without the JSON whitespace around it.
+func trimSpace(b []byte) []byte {
+	i, j := skipSpace(b, 0), len(b)
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
 // scanString validates the string that starts at b[i] (which must be '"')
 // and returns the index just past its closing quote, whether it contains
 // escapes, and ok=false if it is not a valid JSON string.

@@ -47,9 +47,11 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/bits"
 	"reflect"
 	"strconv"
@@ -499,7 +501,7 @@ func (c *checker) member(b []byte, i int) (int, *plan, *memberError) {
 			}
 		case planMap:
 			vp = op.elem
-			name = canonicalKey(name, op.keys)
+			name = canonicalKey(name, op)
 		}
 	}
 	if c.repeated(f, name) {
@@ -591,13 +593,16 @@ func skipNumber(b []byte, i int) int {
 	return i
 }
 
-// canonicalKey returns the form of a map key that encoding/json decodes
-// to the same Go key as every other form of it: integers are parsed, so
-// "01", "+1" and "1" are one key.
-func canonicalKey(name []byte, keys keyKind) []byte {
+// canonicalKey returns the form of a key of the map that op plans that
+// encoding/json decodes to the same Go key as every other form of it:
+// integers are parsed, so "01", "+1" and "1" are one key, and so are the
+// names that a key type's UnmarshalText makes one key of.
+func canonicalKey(name []byte, op *plan) []byte {
 	var buf [24]byte
 	var canon []byte
-	switch keys {
+	switch op.keys {
+	case keysText:
+		return decodedKey(name, op.keyType)
 	case keysInt:
 		n, err := strconv.ParseInt(string(name), 10, 64)
 		if err != nil {
@@ -617,6 +622,24 @@ func canonicalKey(name []byte, keys keyKind) []byte {
 		return name
 	}
 	return bytes.Clone(canon)
+}
+
+// decodedKey returns the canonical form of name as a key of type t, whose
+// pointer has UnmarshalText: the text of the key it decodes to, by its
+// MarshalText if it has one, else its Go syntax, which is equal for equal
+// keys. A name that does not decode is returned as it is (encoding/json
+// refuses it).
+func decodedKey(name []byte, t reflect.Type) []byte {
+	v := reflect.New(t)
+	if v.Interface().(encoding.TextUnmarshaler).UnmarshalText(name) != nil {
+		return name
+	}
+	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
+		if text, err := m.MarshalText(); err == nil {
+			return text
+		}
+	}
+	return fmt.Appendf(nil, "%#v", v.Elem().Interface())
 }
 
 // repeated reports whether the object of frame f already has a member

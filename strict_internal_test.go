@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -280,4 +281,15 @@ func TestSkipString(t *testing.T) {
 			t.Fatalf("skipString(%q) = %d, %v; scanString: %d, %v", b, end, escaped, wantEnd, wantEscaped)
 		}
 	}
+}
+
+// A call's result is checked as params are: two keys that decode to one
+// netip.Addr are a duplicate member.
+func TestDecodeResultDecodedMapKeys(t *testing.T) {
+	var m map[netip.Addr]int
+	err := decodeResult([]byte(`{"::1":1,"0::1":2}`), &m)
+	assert.ErrorIs(t, err, ErrDuplicateMember)
+	m = nil
+	require.NoError(t, decodeResult([]byte(`{"::1":1,"::2":2}`), &m))
+	assert.Equal(t, map[netip.Addr]int{netip.MustParseAddr("::1"): 1, netip.MustParseAddr("::2"): 2}, m)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"iter"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -394,5 +395,81 @@ func TestStrictNestingOfArrays(t *testing.T) {
 		assert.Contains(t, got[0], `"code":-32602`, "%s: 10,001 levels", m)
 		assert.Contains(t, got[0], `"data":{"reason":"nesting too deep","limit":10000}`, "%s: 10,001 levels", m)
 		assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":1}`, got[1], "%s: 10,000 levels", m)
+	}
+}
+
+// lowerKey is a map key that decodes itself, folding case, and has no
+// MarshalText.
+type lowerKey string
+
+func (k *lowerKey) UnmarshalText(b []byte) error {
+	*k = lowerKey(strings.ToLower(string(b)))
+	return nil
+}
+
+// Two names that a key type's UnmarshalText decodes to one Go key are a
+// duplicate, as two spellings of one integer are: encoding/json would
+// keep the last, where a proxy that reads the first sees another value.
+func TestFuncDuplicateDecodedMapKeys(t *testing.T) {
+	type params struct {
+		Deny  map[netip.Addr]bool `json:"deny"`
+		Lower map[lowerKey]int    `json:"lower"`
+	}
+	h := jsonrpc.Func(func(_ context.Context, p params) (params, error) { return p, nil })
+	call := func(t *testing.T, raw string) (any, error) {
+		return h.ServeJSONRPC(t.Context(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m", Params: json.RawMessage(raw)})
+	}
+	for _, tc := range []struct{ name, params, member, path string }{
+		{"netip.Addr", `{"deny":{"::1":true,"0::1":false}}`, "0::1", "/deny/0::1"},
+		{"netip.Addr, escaped", `{"deny":{"10.0.0.1":true,"10.0.0.\u0031":false}}`, "10.0.0.1", "/deny/10.0.0.1"},
+		{"no MarshalText", `{"lower":{"Key":1,"kEY":2}}`, "kEY", "/lower/kEY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := call(t, tc.params)
+			var e *jsonrpc.Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, jsonrpc.CodeInvalidParams, e.Code)
+			assert.JSONEq(t, `{"reason":"duplicate member","member":`+quote(tc.member)+`,"path":`+quote(tc.path)+`}`, string(e.Data))
+		})
+	}
+	t.Run("distinct keys", func(t *testing.T) {
+		got, err := call(t, `{"deny":{"::1":true,"::2":false},"lower":{"a":1,"b":2}}`)
+		require.NoError(t, err)
+		assert.Equal(t, params{
+			Deny:  map[netip.Addr]bool{netip.MustParseAddr("::1"): true, netip.MustParseAddr("::2"): false},
+			Lower: map[lowerKey]int{"a": 1, "b": 2},
+		}, got)
+	})
+	t.Run("a key that does not decode", func(t *testing.T) {
+		_, err := call(t, `{"deny":{"not an address":true}}`)
+		var e *jsonrpc.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, jsonrpc.CodeInvalidParams, e.Code)
+	})
+}
+
+// selfParams decodes itself, keeping the text it is handed.
+type selfParams struct{ got string }
+
+func (s *selfParams) UnmarshalJSON(b []byte) error {
+	s.got = string(b)
+	return nil
+}
+
+// A P that decodes itself is handed the params' value alone, without the
+// whitespace around it, as encoding/json hands it, strict or lax.
+func TestFuncSelfDecodingParamsTrimmed(t *testing.T) {
+	raw := func(_ context.Context, p json.RawMessage) (string, error) { return string(p), nil }
+	self := func(_ context.Context, p selfParams) (string, error) { return p.got, nil }
+	for name, h := range map[string]jsonrpc.Handler{
+		"RawMessage":         jsonrpc.Func(raw),
+		"RawMessage, lax":    jsonrpc.Func(raw, jsonrpc.LaxParams),
+		"UnmarshalJSON":      jsonrpc.Func(self),
+		"UnmarshalJSON, lax": jsonrpc.Func(self, jsonrpc.LaxParams),
+	} {
+		p := &jsonrpc.InProcess{Handler: h}
+		var got string
+		require.NoError(t, p.Call(t.Context(), "m", json.RawMessage(" \t{} "), &got), name)
+		assert.Equal(t, "{}", got, name)
 	}
 }
