@@ -559,25 +559,28 @@ func TestShutdownAnswersBadLinesAfterABatch(t *testing.T) {
 	<-served
 }
 
+// heapAfterGC returns the bytes of live heap objects once the collector
+// has run twice.
+func heapAfterGC() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
 // A peer that sends requests for many long, unknown methods does not make
 // the connection keep their names: what it remembers of methods is
 // bounded (256 KiB), not 1,024 names of up to MaxMessageSize each.
 func TestMethodNamesHeldAreBounded(t *testing.T) {
 	checkLeaks(t)
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: new(jsonrpc.Mux)}}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), inR, outW); _ = outW.Close() }()
 	out := bufio.NewReader(outR)
-	before := heap()
+	before := heapAfterGC()
 	pad := strings.Repeat("m", 64<<10)
 	for i := range 400 { // 25 MiB of names
 		_, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"%s%d"}`+"\n", i, pad, i)
@@ -586,7 +589,7 @@ func TestMethodNamesHeldAreBounded(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, l, `"code":-32601`)
 	}
-	held := int64(heap()) - int64(before)
+	held := heapAfterGC() - before
 	assert.Less(t, held, int64(8<<20), "bytes held after 400 unknown methods of 64 KiB")
 	require.NoError(t, inW.Close())
 	_, _ = io.Copy(io.Discard, out)
@@ -598,13 +601,6 @@ func TestMethodNamesHeldAreBounded(t *testing.T) {
 // plain line of the same size does.
 func TestIdleAfterManyMembers(t *testing.T) {
 	checkLeaks(t)
-	heap := func() int64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return int64(m.HeapAlloc)
-	}
 	var b strings.Builder
 	b.WriteString(`{"jsonrpc":"2.0","method":"ok","id":1`)
 	for i := 0; b.Len() < 60<<10; i++ {
@@ -619,7 +615,7 @@ func TestIdleAfterManyMembers(t *testing.T) {
 	// answered line and waits for the next.
 	idle := func(line string) int64 {
 		const conns = 50
-		before := heap()
+		before := heapAfterGC()
 		var ins []*io.PipeWriter
 		var served []chan error
 		for range conns {
@@ -637,7 +633,7 @@ func TestIdleAfterManyMembers(t *testing.T) {
 			go func() { _, _ = io.Copy(io.Discard, out) }()
 			ins, served = append(ins, inW), append(served, done)
 		}
-		per := (heap() - before) / conns
+		per := (heapAfterGC() - before) / conns
 		for i := range ins {
 			require.NoError(t, ins[i].Close())
 			require.NoError(t, recv(t, served[i], "Serve"))

@@ -700,43 +700,30 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 // BenchmarkServeHTTP measures ServeHTTP alone, without a network: what
 // the library adds to each HTTP call on the server's side.
 func BenchmarkServeHTTP(b *testing.B) {
-	mux := new(jsonrpc.Mux)
-	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
-		return req.Params, nil
-	})
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
-	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}`
-	want := `{"jsonrpc":"2.0","id":1,"result":{"a":1}}` + "\n"
-	rd := strings.NewReader(body)
-	req := httptest.NewRequest(http.MethodPost, "/", rd)
-	req.Header.Set("Content-Type", "application/json")
-	w := &discardResponse{h: http.Header{}}
-	b.ReportAllocs()
-	for b.Loop() {
-		rd.Reset(body)
-		w.n = 0
-		clear(w.h)
-		srv.ServeHTTP(w, req)
-		if w.code != http.StatusOK || w.n != len(want) {
-			b.Fatalf("status %d, %d bytes", w.code, w.n)
-		}
-	}
+	benchServeHTTP(b, "", `{"jsonrpc":"2.0","id":1,"result":{"a":1}}`+"\n")
 }
 
 // BenchmarkServeHTTPSSE is BenchmarkServeHTTP with the answer asked for
 // as a server-sent event, the framing of MCP's Streamable HTTP.
 func BenchmarkServeHTTPSSE(b *testing.B) {
+	benchServeHTTP(b, "text/event-stream", "event: message\ndata: "+`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`+"\n\n")
+}
+
+// benchServeHTTP serves one echo call after another, with accept as the
+// request's Accept header (if set), each answered with want.
+func benchServeHTTP(b *testing.B, accept, want string) {
 	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("echo", func(_ context.Context, req *jsonrpc.Request) (any, error) {
 		return req.Params, nil
 	})
 	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
 	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}}`
-	want := "event: message\ndata: " + `{"jsonrpc":"2.0","id":1,"result":{"a":1}}` + "\n\n"
 	rd := strings.NewReader(body)
 	req := httptest.NewRequest(http.MethodPost, "/", rd)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	w := &discardResponse{h: http.Header{}}
 	b.ReportAllocs()
 	for b.Loop() {
