@@ -130,7 +130,10 @@ func (r *Redialer) startDial() {
 		c := r.dialLoop(ctx)
 		r.mu.Lock()
 		if c != nil && r.closed {
+			r.mu.Unlock()
 			_ = c.Close()
+			c.waitProcess() // Close waits for r.wg, this goroutine among it
+			r.mu.Lock()
 			c = nil
 		}
 		r.conn, r.dialing = c, nil
@@ -160,6 +163,7 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 		if err == nil && r.OnConnect != nil {
 			if err = r.OnConnect(ctx, c); err != nil {
 				_ = c.Close()
+				c.waitProcess()
 			}
 		}
 		if err == nil {
@@ -189,7 +193,9 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 func (r *Redialer) again(c *Conn, method string, call bool, err error) bool {
 	switch {
 	case err == nil:
-		r.answered()
+		if call {
+			r.answered() // a notification written is no answer
+		}
 		return false
 	case errors.Is(err, errRedialerClosed):
 		return false

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,4 +213,95 @@ func TestRedialerCloseEndsTheChild(t *testing.T) {
 	if assert.NotNil(t, p.Cmd.ProcessState) {
 		assert.True(t, p.Cmd.ProcessState.Success(), "exit: %v", p.Cmd.ProcessState)
 	}
+}
+
+// Redialer.Close waits for the child of a connection that it closed
+// itself: one whose OnConnect failed, and one whose dial ended as Close
+// ran. Each child takes 500 ms to exit once its input ends, then leaves a
+// mark.
+func TestRedialerCloseWaitsForEveryChild(t *testing.T) {
+	start := func(t *testing.T, mark string) (*jsonrpc.Process, error) {
+		return jsonrpc.StartProcess(context.Background(), exec.Command("sh", "-c", "cat >/dev/null; sleep 0.5; touch "+mark), nil)
+	}
+	t.Run("OnConnect failed", func(t *testing.T) {
+		mark := filepath.Join(t.TempDir(), "exited")
+		refused := make(chan struct{}, 1)
+		r := &jsonrpc.Redialer{
+			MinBackoff: time.Hour, MaxBackoff: time.Hour,
+			Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+				p, err := start(t, mark)
+				if err != nil {
+					return nil, err
+				}
+				return p.Conn, nil
+			},
+			OnConnect: func(ctx context.Context, c *jsonrpc.Conn) error {
+				refused <- struct{}{}
+				return errors.New("handshake refused (test)")
+			},
+		}
+		called := make(chan error, 1)
+		go func() { called <- r.Call(context.Background(), "x", nil, nil) }()
+		recv(t, refused, "OnConnect")
+		require.NoError(t, r.Close())
+		assert.FileExists(t, mark, "the child had not exited when Close returned")
+		assert.ErrorIs(t, recv(t, called, "the call"), jsonrpc.ErrClosed)
+	})
+	t.Run("dial ended by Close", func(t *testing.T) {
+		mark := filepath.Join(t.TempDir(), "exited")
+		dialing := make(chan struct{}, 1)
+		r := &jsonrpc.Redialer{
+			Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+				p, err := start(t, mark)
+				if err != nil {
+					return nil, err
+				}
+				dialing <- struct{}{}
+				<-ctx.Done() // a dial that finishes as Close ends its ctx
+				return p.Conn, nil
+			},
+		}
+		called := make(chan error, 1)
+		go func() { called <- r.Call(context.Background(), "x", nil, nil) }()
+		recv(t, dialing, "the dial")
+		require.NoError(t, r.Close())
+		assert.FileExists(t, mark, "the child had not exited when Close returned")
+		assert.ErrorIs(t, recv(t, called, "the call"), jsonrpc.ErrClosed)
+	})
+}
+
+// A client that only notifies backs off from a peer that accepts and
+// closes each connection at once: a notification written is no answer,
+// so it does not make the next connection the first in a row again.
+func TestRedialerNotifyOnlyBacksOff(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	var accepts atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepts.Add(1)
+			_ = c.Close()
+		}
+	}()
+	r := &jsonrpc.Redialer{
+		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
+		Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+			return jsonrpc.Dial(ctx, "tcp", l.Addr().String(), nil)
+		},
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	for ctx.Err() == nil {
+		_ = r.Notify(ctx, "n", nil)
+		time.Sleep(5 * time.Millisecond)
+	}
+	// With backoff: two at once, then waits of 50-100 ms, 100-200 ms,
+	// ...: at most 6 in 500 ms. Without, one per notification.
+	assert.LessOrEqual(t, accepts.Load(), int64(10), "connections in 500 ms")
 }
