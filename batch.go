@@ -234,11 +234,13 @@ func (b *outBatch) join(ctx context.Context, i int, method string, params []byte
 	b.ch.arrived.Done()
 	<-b.ch.sent
 	if !b.wait(ctx, i) {
+		// The batch was sent (had it failed, the entry would have its
+		// error): the call may have run, as without interceptors.
 		if err := b.ch.ctx.Err(); err != nil {
 			e.ended = true
-			return nil, err
+			return nil, sent(err)
 		}
-		return nil, ctx.Err()
+		return nil, sent(ctx.Err())
 	}
 	e.oc.result = e.result
 	return e.result, e.p.err

@@ -71,6 +71,9 @@ func (p *InProcess) innermost(ctx context.Context, req *Request) (json.RawMessag
 	if err := checkRawParams(req.Params); err != nil { // an interceptor replaced them
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // not run, as a connection sends nothing then
+	}
 	ls, _ := ctx.Value(inProcessStreamKey{}).(*localSender)
 	res, err := p.serve(ctx, req, ls)
 	switch {
@@ -116,6 +119,9 @@ func (p *InProcess) Notify(ctx context.Context, method string, params any) error
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err // not run, as a connection's Notify sends nothing then
+	}
 	_, err = p.send(ctx, &Request{Method: method, Params: raw}, nil)
 	if p.chain == nil {
 		return nil // the handler's error is dropped, as a peer drops it
@@ -124,10 +130,16 @@ func (p *InProcess) Notify(ctx context.Context, method string, params any) error
 }
 
 // Batch makes each call in turn, as Call and Notify do, and sets its Err.
-// It returns ctx.Err() if ctx ends before every call is made.
+// It returns ctx.Err() if ctx ends before every call is made, and sets it
+// as the Err of the calls not made.
 func (p *InProcess) Batch(ctx context.Context, calls ...*BatchCall) error {
-	for _, bc := range calls {
+	for i, bc := range calls {
 		if err := ctx.Err(); err != nil {
+			for _, rest := range calls[i:] {
+				if !rest.Notify {
+					rest.Err = err // not made
+				}
+			}
 			return err
 		}
 		if bc.Notify {
@@ -212,6 +224,9 @@ type localSender struct {
 }
 
 func (ls *localSender) notify(method string, params any) error {
+	if ls.ended.Load() {
+		return errHandlerReturned // as over a connection
+	}
 	if ls.onNotify == nil {
 		return nil
 	}
@@ -225,6 +240,9 @@ func (ls *localSender) notify(method string, params any) error {
 
 func (ls *localSender) emit(item any) error {
 	if ls.yield == nil {
+		if ls.req != nil && ls.req.ID.IsZero() {
+			return errNoTaker // a notification: its producer stops, as over a connection
+		}
 		return nil
 	}
 	if ls.stopped {

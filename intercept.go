@@ -152,13 +152,20 @@ func (oc *outgoing) through(ctx context.Context, send SendFunc, method string, d
 	if err != nil || oc.id == 0 || dest == nil {
 		return err
 	}
-	switch {
-	case len(raw) == 0:
+	if len(raw) == 0 {
 		raw = json.RawMessage("null")
-	case !sameBytes(raw, oc.result) && !validJSON(raw):
-		return errors.New("jsonrpc: an interceptor returned a result that is not valid JSON")
 	}
-	return decodeResult(raw, dest)
+	if !sameBytes(raw, oc.result) && !validJSON(raw) {
+		err = errors.New("jsonrpc: an interceptor returned a result that is not valid JSON")
+	} else {
+		err = decodeResult(raw, dest)
+	}
+	if err != nil && oc.passed.Load() {
+		// The chain passed the call on: it may have run, as a call
+		// without interceptors whose result does not decode.
+		return sent(err)
+	}
+	return err
 }
 
 // An outbound sends what comes out of a chain: a connection or an

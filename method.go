@@ -100,7 +100,7 @@ func (m StreamMethod[P, T]) Call(ctx context.Context, c Caller, params P) iter.S
 		for raw, err := range c.Stream(ctx, m.name, params) {
 			var item T
 			if err == nil {
-				err = decodeUnscannedResult(raw, &item)
+				err = sent(decodeUnscannedResult(raw, &item)) // an item came: it ran
 			}
 			if !yield(item, err) || err != nil {
 				return
