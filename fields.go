@@ -244,10 +244,15 @@ func decodesItself(t reflect.Type) bool {
 
 // mapKeys returns how encoding/json reads the keys of a map with key type
 // k: integers are parsed, so "1" and "+1" name the same entry, and a key
-// type with UnmarshalText decodes itself, so "::1" and "0::1" name the
-// same netip.Addr.
+// type with UnmarshalText (and no UnmarshalJSON) decodes itself, so "::1"
+// and "0::1" name the same netip.Addr.
 func mapKeys(k reflect.Type) keyKind {
-	if reflect.PointerTo(k).Implements(textUnm) {
+	if pk := reflect.PointerTo(k); pk.Implements(textUnm) {
+		if pk.Implements(jsonUnm) {
+			// encoding/json decodes such a key with UnmarshalJSON:
+			// compared as written, as before.
+			return keysExact
+		}
 		return keysText
 	}
 	switch k.Kind() {

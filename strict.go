@@ -51,7 +51,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math/bits"
 	"reflect"
 	"strconv"
@@ -366,6 +365,7 @@ func (p *plan) keyAt(b []byte, i int) int {
 type checkFrame struct {
 	plan   *plan
 	seen   map[string]struct{} // object: its names, once it has many
+	keys   map[any]struct{}    // a map's object with keysText: its keys
 	first  int                 // object: the index in names of its first member's name
 	index  int                 // array: the index of the element being read
 	key    int                 // object: the offset of the name of the member being read
@@ -501,6 +501,20 @@ func (c *checker) member(b []byte, i int) (int, *plan, *memberError) {
 			}
 		case planMap:
 			vp = op.elem
+			if op.keys == keysText {
+				if k, ok := decodedKey(name, op.keyType); ok {
+					// Compared as Go keys, as the map will hold them.
+					countSteps(1)
+					if _, dup := f.keys[k]; dup {
+						return 0, nil, duplicate(b, c.frames)
+					}
+					if f.keys == nil {
+						f.keys = make(map[any]struct{})
+					}
+					f.keys[k] = struct{}{}
+					return skipWS(b, skipWS(b, end)+1), vp, nil
+				}
+			}
 			name = canonicalKey(name, op)
 		}
 	}
@@ -595,14 +609,13 @@ func skipNumber(b []byte, i int) int {
 
 // canonicalKey returns the form of a key of the map that op plans that
 // encoding/json decodes to the same Go key as every other form of it:
-// integers are parsed, so "01", "+1" and "1" are one key, and so are the
-// names that a key type's UnmarshalText makes one key of.
+// integers are parsed, so "01", "+1" and "1" are one key. (Keys that
+// decode themselves are compared as the Go keys they decode to: see
+// decodedKey.)
 func canonicalKey(name []byte, op *plan) []byte {
 	var buf [24]byte
 	var canon []byte
 	switch op.keys {
-	case keysText:
-		return decodedKey(name, op.keyType)
 	case keysInt:
 		n, err := strconv.ParseInt(string(name), 10, 64)
 		if err != nil {
@@ -624,22 +637,15 @@ func canonicalKey(name []byte, op *plan) []byte {
 	return bytes.Clone(canon)
 }
 
-// decodedKey returns the canonical form of name as a key of type t, whose
-// pointer has UnmarshalText: the text of the key it decodes to, by its
-// MarshalText if it has one, else its Go syntax, which is equal for equal
-// keys. A name that does not decode is returned as it is (encoding/json
-// refuses it).
-func decodedKey(name []byte, t reflect.Type) []byte {
+// decodedKey returns the Go key of type t, whose pointer has
+// UnmarshalText, that name decodes to, as encoding/json decodes it, and
+// false if it does not decode (encoding/json refuses it then).
+func decodedKey(name []byte, t reflect.Type) (any, bool) {
 	v := reflect.New(t)
 	if v.Interface().(encoding.TextUnmarshaler).UnmarshalText(name) != nil {
-		return name
+		return nil, false
 	}
-	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
-		if text, err := m.MarshalText(); err == nil {
-			return text
-		}
-	}
-	return fmt.Appendf(nil, "%#v", v.Elem().Interface())
+	return v.Elem().Interface(), true
 }
 
 // repeated reports whether the object of frame f already has a member

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -439,6 +440,16 @@ func TestFuncDuplicateDecodedMapKeys(t *testing.T) {
 			Deny:  map[netip.Addr]bool{netip.MustParseAddr("::1"): true, netip.MustParseAddr("::2"): false},
 			Lower: map[lowerKey]int{"a": 1, "b": 2},
 		}, got)
+	})
+	t.Run("one instant in two locations is two keys", func(t *testing.T) {
+		type times struct {
+			At map[time.Time]int `json:"at"`
+		}
+		h := jsonrpc.Func(func(_ context.Context, p times) (int, error) { return len(p.At), nil })
+		got, err := h.ServeJSONRPC(t.Context(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m",
+			Params: json.RawMessage(`{"at":{"2020-01-01T00:00:00Z":1,"2020-01-01T00:00:00+00:00":2}}`)})
+		require.NoError(t, err)
+		assert.Equal(t, 2, got, "entries, as encoding/json makes them")
 	})
 	t.Run("a key that does not decode", func(t *testing.T) {
 		_, err := call(t, `{"deny":{"not an address":true}}`)
