@@ -53,6 +53,19 @@ type batchChain struct {
 	// abandon gives up on the call with id, as conn.abandon does; nil
 	// over HTTP, where there is nothing to give up.
 	abandon func(id int64, p *pending) bool
+
+	mu       sync.Mutex
+	panicked any // the first panic of a chain, for Batch's caller
+}
+
+// wait waits for every entry's chain to return, and passes the first
+// panic of one on to Batch's caller, as a Call's chain panics on its
+// caller's goroutine.
+func (ch *batchChain) wait() {
+	ch.chains.Wait()
+	if ch.panicked != nil {
+		panic(ch.panicked)
+	}
 }
 
 // batchEntry is one entry of an outBatch: its method and params, encoded,
@@ -213,6 +226,18 @@ func (b *outBatch) runChains(ctx context.Context, send SendFunc, hc *HTTPClient,
 			e.oc.header, e.oc.url = hc.newHeader(), hc.URL
 		}
 		ch.chains.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					ch.mu.Lock()
+					if ch.panicked == nil {
+						ch.panicked = v
+					}
+					ch.mu.Unlock()
+					if !e.oc.passed.Swap(true) {
+						ch.arrived.Done() // it panicked before calling next
+					}
+				}
+			}()
 			err := e.oc.through(ctx, send, bc.Method, bc.Result)
 			if !e.oc.passed.Swap(true) {
 				ch.arrived.Done() // it returned without calling next
@@ -387,7 +412,7 @@ func (c *conn) batchThrough(ctx context.Context, b outBatch) error {
 	b.runChains(ctx, c.chain, nil, c.abandon)
 	err := c.writeBatch(ctx, &b)
 	close(b.ch.sent)
-	b.ch.chains.Wait()
+	b.ch.wait()
 	return b.outcome(err)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
+	"github.com/stretchr/testify/assert"
 )
 
 // Regression tests for faults a review of InProcess, interceptors and
@@ -388,4 +389,37 @@ func TestCallerHardeningInProcessNotifyAfterReturn(t *testing.T) {
 	if late.Load() != 0 || err == nil {
 		t.Errorf("Notify after the handler returned: err=%v, OnNotify called after Call returned %d times; want an error and no call", err, late.Load())
 	}
+}
+
+// panicky is an interceptor that panics.
+func panicky(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+	return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		panic("interceptor bug (test)")
+	}
+}
+
+// A panic in an interceptor reaches the caller of Batch, as it reaches the
+// caller of Call, rather than killing the process from a goroutine of the
+// library's; on a Conn and on an HTTPClient.
+func TestCallerHardeningInterceptorPanicInBatch(t *testing.T) {
+	checkLeaks(t)
+	mux := new(jsonrpc.Mux)
+	mux.Handle("m", jsonrpc.Func(func(ctx context.Context, p []int) (int, error) { return 1, nil }))
+	recovered := func(f func()) (v any) {
+		defer func() { v = recover() }()
+		f()
+		return nil
+	}
+	c := newPairOpts(t, mux, &jsonrpc.Options{Interceptors: []jsonrpc.Interceptor{panicky}})
+	assert.Equal(t, "interceptor bug (test)", recovered(func() { _ = c.Call(t.Context(), "m", []int{}, nil) }), "Call")
+	assert.Equal(t, "interceptor bug (test)", recovered(func() {
+		_ = c.Batch(t.Context(), &jsonrpc.BatchCall{Method: "m", Params: []int{}}, &jsonrpc.BatchCall{Method: "m", Params: []int{1}})
+	}), "Conn.Batch")
+
+	srv := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
+	defer srv.Close()
+	hc := &jsonrpc.HTTPClient{URL: srv.URL, Interceptors: []jsonrpc.Interceptor{panicky}}
+	assert.Equal(t, "interceptor bug (test)", recovered(func() {
+		_ = hc.Batch(t.Context(), &jsonrpc.BatchCall{Method: "m", Params: []int{}})
+	}), "HTTPClient.Batch")
 }

@@ -293,7 +293,7 @@ func (c *HTTPClient) batchThrough(ctx context.Context, b outBatch) error {
 	b.runChains(ctx, c.chain(), c, nil)
 	close(b.ch.sent)
 	err := c.exchangeBatch(ctx, &b, b.header())
-	b.ch.chains.Wait()
+	b.ch.wait()
 	return b.outcome(err)
 }
 
