@@ -3,7 +3,6 @@ package jsonrpc_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"iter"
 	"net/http/httptest"
 	"sync/atomic"
@@ -119,10 +118,9 @@ func TestCallerHardeningStreamMethodDecodeErrorMayHaveRun(t *testing.T) {
 	}
 }
 
-func hardeningBatchCancelRan(t *testing.T, opts *jsonrpc.Options) {
-	checkLeaks(t)
-	release := make(chan struct{})
-	defer close(release)
+// slowMux serves "slow", which reports on started that it runs, then
+// waits for its ctx to end or release to close.
+func slowMux(release <-chan struct{}) (*jsonrpc.Mux, <-chan struct{}) {
 	mux := new(jsonrpc.Mux)
 	started := make(chan struct{}, 4)
 	mux.Handle("slow", jsonrpc.Func(func(ctx context.Context, p []int) (int, error) {
@@ -133,26 +131,39 @@ func hardeningBatchCancelRan(t *testing.T, opts *jsonrpc.Options) {
 		}
 		return 1, nil
 	}))
+	return mux, started
+}
+
+func hardeningBatchCancelRan(t *testing.T, opts *jsonrpc.Options) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	defer close(release)
+	mux, started := slowMux(release)
 	c := newPairOpts(t, mux, opts)
+	a, b, err := cancelBatchOnceRunning(t, started, c.Batch)
+	assert.ErrorIs(t, err, context.Canceled)
+	if a.Err == nil || !jsonrpc.MayHaveRun(a.Err) || !jsonrpc.MayHaveRun(b.Err) {
+		t.Errorf("the batch was sent and its first handler ran, yet MayHaveRun(a.Err=%v)=%v, MayHaveRun(b.Err=%v)=%v; want true, true", a.Err, jsonrpc.MayHaveRun(a.Err), b.Err, jsonrpc.MayHaveRun(b.Err))
+	}
+}
+
+// cancelBatchOnceRunning makes a batch of two "slow" calls (see slowMux)
+// with batch, and ends its ctx once the first has started; it returns the
+// calls and the error of batch, which must return within 10 s.
+func cancelBatchOnceRunning(t *testing.T, started <-chan struct{}, batch func(context.Context, ...*jsonrpc.BatchCall) error) (a, b *jsonrpc.BatchCall, err error) {
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-started; cancel() }()
 	var r1, r2 int
-	a := &jsonrpc.BatchCall{Method: "slow", Params: []int{}, Result: &r1}
-	b := &jsonrpc.BatchCall{Method: "slow", Params: []int{}, Result: &r2}
+	a = &jsonrpc.BatchCall{Method: "slow", Params: []int{}, Result: &r1}
+	b = &jsonrpc.BatchCall{Method: "slow", Params: []int{}, Result: &r2}
 	done := make(chan error, 1)
-	go func() { done <- c.Batch(ctx, a, b) }()
+	go func() { done <- batch(ctx, a, b) }()
 	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("Batch = %v", err)
-		}
-		t.Logf("a=%v (%v) b=%v (%v)", a.Err, jsonrpc.MayHaveRun(a.Err), b.Err, jsonrpc.MayHaveRun(b.Err))
-		if a.Err == nil || !jsonrpc.MayHaveRun(a.Err) || !jsonrpc.MayHaveRun(b.Err) {
-			t.Errorf("the batch was sent and its first handler ran, yet MayHaveRun(a.Err=%v)=%v, MayHaveRun(b.Err=%v)=%v; want true, true", a.Err, jsonrpc.MayHaveRun(a.Err), b.Err, jsonrpc.MayHaveRun(b.Err))
-		}
+	case err = <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Batch ignored its ctx")
 	}
+	return a, b, err
 }
 
 func TestCallerHardeningBatchCancelRanPlain(t *testing.T) { hardeningBatchCancelRan(t, nil) }
@@ -162,36 +173,13 @@ func TestCallerHardeningBatchCancelRanIC(t *testing.T) {
 
 func hardeningHTTPBatchCancel(t *testing.T, ics []jsonrpc.Interceptor) {
 	release := make(chan struct{})
-	mux := new(jsonrpc.Mux)
-	started := make(chan struct{}, 4)
-	mux.Handle("slow", jsonrpc.Func(func(ctx context.Context, p []int) (int, error) {
-		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-		case <-release:
-		}
-		return 1, nil
-	}))
+	mux, started := slowMux(release)
 	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	defer ts.Close()
 	defer close(release)
 	c := &jsonrpc.HTTPClient{URL: ts.URL, Interceptors: ics}
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() { <-started; cancel() }()
-	var r1, r2 int
-	a := &jsonrpc.BatchCall{Method: "slow", Params: []int{}, Result: &r1}
-	b := &jsonrpc.BatchCall{Method: "slow", Params: []int{}, Result: &r2}
-	done := make(chan error, 1)
-	go func() { done <- c.Batch(ctx, a, b) }()
-	select {
-	case err := <-done:
-		t.Logf("Batch=%v a=%v (%v) b=%v (%v)", err, a.Err, jsonrpc.MayHaveRun(a.Err), b.Err, jsonrpc.MayHaveRun(b.Err))
-		if !jsonrpc.MayHaveRun(a.Err) {
-			t.Errorf("MayHaveRun(a.Err=%v) false though a's handler ran", a.Err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Batch ignored its ctx")
-	}
+	a, _, _ := cancelBatchOnceRunning(t, started, c.Batch)
+	assert.True(t, jsonrpc.MayHaveRun(a.Err), "MayHaveRun(a.Err=%v) false though a's handler ran", a.Err)
 }
 
 func TestCallerHardeningHTTPBatchCancelPlain(t *testing.T) { hardeningHTTPBatchCancel(t, nil) }
