@@ -11,6 +11,7 @@ import (
 
 	"github.com/ndjsonrpc/jsonrpc"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Regression tests for faults a review of InProcess, interceptors and
@@ -410,4 +411,76 @@ func TestCallerHardeningInterceptorPanicInBatch(t *testing.T) {
 	assert.Equal(t, "interceptor bug (test)", recovered(func() {
 		_ = hc.Batch(t.Context(), &jsonrpc.BatchCall{Method: "m", Params: []int{}})
 	}), "HTTPClient.Batch")
+}
+
+// retryOnce is an interceptor that calls next again when it fails.
+func retryOnce(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+	return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+		res, err := next(ctx, req)
+		if err != nil {
+			return next(ctx, req) // a naive retry
+		}
+		return res, err
+	}
+}
+
+// A retry of a stream whose range stopped early does not run its handler
+// again, in process as over a connection.
+func TestCallerHardeningStreamStoppedRetry(t *testing.T) {
+	runs := func(mk func(h jsonrpc.Handler) jsonrpc.Caller) int64 {
+		var runs atomic.Int64
+		mux := new(jsonrpc.Mux)
+		mux.Handle("s", jsonrpc.Stream(func(ctx context.Context, p []int) iter.Seq2[int, error] {
+			runs.Add(1)
+			return func(yield func(int, error) bool) {
+				for i := range 100 {
+					if !yield(i, nil) {
+						return
+					}
+				}
+			}
+		}))
+		c := mk(mux)
+		for range c.Stream(t.Context(), "s", []int{}) {
+			break
+		}
+		return runs.Load()
+	}
+	retrying := []jsonrpc.Interceptor{retryOnce}
+	assert.Equal(t, int64(1), runs(func(h jsonrpc.Handler) jsonrpc.Caller {
+		return newPairOpts(t, h, &jsonrpc.Options{Interceptors: retrying})
+	}), "over a connection")
+	assert.Equal(t, int64(1), runs(func(h jsonrpc.Handler) jsonrpc.Caller {
+		return &jsonrpc.InProcess{Handler: h, Interceptors: retrying}
+	}), "in process")
+}
+
+// An interceptor that passes on a context not derived from its own loses
+// the call in process as over a connection: an error, not silence.
+func TestCallerHardeningLostCtxStreamInProcess(t *testing.T) {
+	hardeningLostCtxStream(t, &jsonrpc.InProcess{Handler: hardeningStreamMux(), Interceptors: []jsonrpc.Interceptor{lostCtx}})
+}
+
+// A retry in process gives the request a new id, as the Interceptor doc
+// says and a connection does.
+func TestCallerHardeningInProcessRetryNewID(t *testing.T) {
+	var ids []string
+	ip := &jsonrpc.InProcess{
+		Handler: jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			ids = append(ids, req.ID.String())
+			return 1, nil
+		}),
+		Interceptors: []jsonrpc.Interceptor{func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+			return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+				if _, err := next(ctx, req); err != nil {
+					return nil, err
+				}
+				return next(ctx, req)
+			}
+		}},
+	}
+	require.NoError(t, ip.Call(t.Context(), "m", nil, nil))
+	if assert.Len(t, ids, 2) {
+		assert.NotEqual(t, ids[0], ids[1], "ids seen by the handler")
+	}
 }

@@ -59,10 +59,10 @@ func (p *InProcess) send(ctx context.Context, req *Request, ls *localSender) ([]
 	if p.chain == nil {
 		return p.serve(ctx, req, ls)
 	}
-	if ls != nil {
-		ctx = context.WithValue(ctx, inProcessStreamKey{}, ls)
+	if ls == nil {
+		ls = new(localSender) // the call's state through the chain
 	}
-	return p.chain(ctx, req)
+	return p.chain(context.WithValue(ctx, inProcessStreamKey{}, ls), req)
 }
 
 // innermost is the SendFunc at the heart of the chain: it runs the
@@ -75,6 +75,18 @@ func (p *InProcess) innermost(ctx context.Context, req *Request) (json.RawMessag
 		return nil, err // not run, as a connection sends nothing then
 	}
 	ls, _ := ctx.Value(inProcessStreamKey{}).(*localSender)
+	if ls == nil {
+		return nil, errLostCall // as a connection's chain
+	}
+	if ls.passed.Swap(true) {
+		// next called again: a retry, as over a connection.
+		if ls.stopped {
+			return nil, errStreamStopped
+		}
+		if !req.ID.IsZero() {
+			req.ID = p.ids.Next()
+		}
+	}
 	res, err := p.serve(ctx, req, ls)
 	switch {
 	case req.ID.IsZero():
@@ -185,6 +197,7 @@ func (p *InProcess) serve(ctx context.Context, req *Request, ls *localSender) (r
 		ls = new(localSender)
 	}
 	ls.cancel, ls.onNotify, ls.req = cancel, p.OnNotify, req
+	ls.ended.Store(false) // again, for a retry
 	defer ls.ended.Store(true)
 	h := p.Handler
 	if h == nil {
@@ -217,6 +230,7 @@ type localSender struct {
 	onNotify func(*Request)
 	req      *Request    // for RequestFromContext
 	ended    atomic.Bool // the handler has returned
+	passed   atomic.Bool // the chain has called its innermost send
 	stopped  bool
 	// bodyExited is set when the range's body panicked or ended its
 	// goroutine inside yield.
