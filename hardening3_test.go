@@ -168,7 +168,9 @@ func TestSharedIDCancelsLinear(t *testing.T) {
 	require.NoError(t, err)
 	select {
 	case <-holding:
-	case <-time.After(h3Guard):
+	case <-time.After(6 * h3Guard):
+		// Reading and building 200,000 requests takes several seconds
+		// under the race detector alone: more on a loaded machine.
 		t.Fatal("the batch did not start")
 	}
 	cancels := strings.Repeat(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`+"\n", 2000)
