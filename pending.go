@@ -457,6 +457,9 @@ func decodeUnscannedResult(raw []byte, dest any) error { return decodeResultAs(r
 
 func decodeResultAs(raw []byte, dest any, scanned bool) error {
 	if d, ok := dest.(*json.RawMessage); ok {
+		if !scanned {
+			raw = trimSpace(raw) // the value alone, as encoding/json hands it
+		}
 		*d = append((*d)[:0], raw...)
 		return nil
 	}

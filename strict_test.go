@@ -484,3 +484,14 @@ func TestFuncSelfDecodingParamsTrimmed(t *testing.T) {
 		assert.Equal(t, "{}", got, name)
 	}
 }
+
+// A json.RawMessage result is the value alone too, without the whitespace
+// around it that an in-process handler's raw result may hold.
+func TestRawResultTrimmed(t *testing.T) {
+	p := &jsonrpc.InProcess{Handler: jsonrpc.HandlerFunc(func(context.Context, *jsonrpc.Request) (any, error) {
+		return json.RawMessage(" \t{} "), nil
+	})}
+	var got json.RawMessage
+	require.NoError(t, p.Call(t.Context(), "m", nil, &got))
+	assert.Equal(t, "{}", string(got))
+}
