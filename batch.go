@@ -227,21 +227,18 @@ func (b *outBatch) runChains(ctx context.Context, send SendFunc, hc *HTTPClient,
 		}
 		ch.chains.Go(func() {
 			defer func() {
+				if !e.oc.passed.Swap(true) {
+					ch.arrived.Done() // it returned, or panicked, without calling next
+				}
 				if v := recover(); v != nil {
 					ch.mu.Lock()
 					if ch.panicked == nil {
 						ch.panicked = v
 					}
 					ch.mu.Unlock()
-					if !e.oc.passed.Swap(true) {
-						ch.arrived.Done() // it panicked before calling next
-					}
 				}
 			}()
 			err := e.oc.through(ctx, send, bc.Method, bc.Result)
-			if !e.oc.passed.Swap(true) {
-				ch.arrived.Done() // it returned without calling next
-			}
 			if !bc.Notify {
 				bc.Err = err
 			}
