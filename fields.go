@@ -10,6 +10,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -262,6 +263,47 @@ func mapKeys(k reflect.Type) keyKind {
 		return keysUint
 	}
 	return keysExact
+}
+
+// canonicalKey returns the form of a key of the map that op plans that
+// encoding/json decodes to the same Go key as every other form of it:
+// integers are parsed, so "01", "+1" and "1" are one key. (Keys that
+// decode themselves are compared as the Go keys they decode to: see
+// decodedKey.)
+func canonicalKey(name []byte, op *plan) []byte {
+	var buf [24]byte
+	var canon []byte
+	switch op.keys {
+	case keysInt:
+		n, err := strconv.ParseInt(string(name), 10, 64)
+		if err != nil {
+			return name // encoding/json refuses it
+		}
+		canon = strconv.AppendInt(buf[:0], n, 10)
+	case keysUint:
+		n, err := strconv.ParseUint(string(name), 10, 64)
+		if err != nil {
+			return name
+		}
+		canon = strconv.AppendUint(buf[:0], n, 10)
+	default:
+		return name
+	}
+	if string(canon) == string(name) {
+		return name
+	}
+	return bytes.Clone(canon)
+}
+
+// decodedKey returns the Go key of type t, whose pointer has
+// UnmarshalText, that name decodes to, as encoding/json decodes it, and
+// false if it does not decode (encoding/json refuses it then).
+func decodedKey(name []byte, t reflect.Type) (any, bool) {
+	v := reflect.New(t)
+	if v.Interface().(encoding.TextUnmarshaler).UnmarshalText(name) != nil {
+		return nil, false
+	}
+	return v.Elem().Interface(), true
 }
 
 // A jsonField is a field of a struct as encoding/json sees it: its name

@@ -47,7 +47,6 @@ package jsonrpc
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -605,47 +604,6 @@ func skipNumber(b []byte, i int) int {
 	}
 	countSteps(i - start + 1)
 	return i
-}
-
-// canonicalKey returns the form of a key of the map that op plans that
-// encoding/json decodes to the same Go key as every other form of it:
-// integers are parsed, so "01", "+1" and "1" are one key. (Keys that
-// decode themselves are compared as the Go keys they decode to: see
-// decodedKey.)
-func canonicalKey(name []byte, op *plan) []byte {
-	var buf [24]byte
-	var canon []byte
-	switch op.keys {
-	case keysInt:
-		n, err := strconv.ParseInt(string(name), 10, 64)
-		if err != nil {
-			return name // encoding/json refuses it
-		}
-		canon = strconv.AppendInt(buf[:0], n, 10)
-	case keysUint:
-		n, err := strconv.ParseUint(string(name), 10, 64)
-		if err != nil {
-			return name
-		}
-		canon = strconv.AppendUint(buf[:0], n, 10)
-	default:
-		return name
-	}
-	if string(canon) == string(name) {
-		return name
-	}
-	return bytes.Clone(canon)
-}
-
-// decodedKey returns the Go key of type t, whose pointer has
-// UnmarshalText, that name decodes to, as encoding/json decodes it, and
-// false if it does not decode (encoding/json refuses it then).
-func decodedKey(name []byte, t reflect.Type) (any, bool) {
-	v := reflect.New(t)
-	if v.Interface().(encoding.TextUnmarshaler).UnmarshalText(name) != nil {
-		return nil, false
-	}
-	return v.Elem().Interface(), true
 }
 
 // repeated reports whether the object of frame f already has a member
