@@ -36,7 +36,7 @@ type plan struct {
 	// planMap: how keys are compared; planMap and planList: the plan of
 	// the values.
 	keys    keyKind
-	keyType reflect.Type // keysText: the map's key type
+	keyType reflect.Type // keysText, keysJSON: the map's key type
 	elem    *plan
 	// flat says that no field of a struct holds a struct, and that
 	// there are at most 64 fields.
@@ -59,6 +59,7 @@ const (
 	keysInt                  // as the integers they parse to, as encoding/json does
 	keysUint
 	keysText // as the keys UnmarshalText makes of them (see decodedKey)
+	keysJSON // as the keys UnmarshalJSON makes of them, as written
 )
 
 // A planField is a field of a struct, under its JSON name.
@@ -197,7 +198,7 @@ func (b *planBuilder) build(t reflect.Type) *plan {
 		}
 	case reflect.Map:
 		p = &plan{kind: planMap, keys: mapKeys(t.Key())}
-		if p.keys == keysText {
+		if p.keys == keysText || p.keys == keysJSON {
 			p.keyType = t.Key()
 		}
 		b.built[t] = p
@@ -245,14 +246,15 @@ func decodesItself(t reflect.Type) bool {
 
 // mapKeys returns how encoding/json reads the keys of a map with key type
 // k: integers are parsed, so "1" and "+1" name the same entry, and a key
-// type with UnmarshalText (and no UnmarshalJSON) decodes itself, so "::1"
-// and "0::1" name the same netip.Addr.
+// type with UnmarshalText decodes itself, so "::1" and "0::1" name the
+// same netip.Addr. If that type also has UnmarshalJSON, the default
+// encoding/json calls it instead, with the key as written (quotes and
+// escapes included); encoding/json built on json/v2 calls UnmarshalText.
+// A key type with UnmarshalJSON alone is a string or an integer to both.
 func mapKeys(k reflect.Type) keyKind {
 	if pk := reflect.PointerTo(k); pk.Implements(textUnm) {
-		if pk.Implements(jsonUnm) {
-			// encoding/json decodes such a key with UnmarshalJSON:
-			// compared as written, as before.
-			return keysExact
+		if pk.Implements(jsonUnm) && !jsonV2 {
+			return keysJSON
 		}
 		return keysText
 	}
@@ -295,12 +297,19 @@ func canonicalKey(name []byte, op *plan) []byte {
 	return bytes.Clone(canon)
 }
 
-// decodedKey returns the Go key of type t, whose pointer has
-// UnmarshalText, that name decodes to, as encoding/json decodes it, and
-// false if it does not decode (encoding/json refuses it then).
-func decodedKey(name []byte, t reflect.Type) (any, bool) {
-	v := reflect.New(t)
-	if v.Interface().(encoding.TextUnmarshaler).UnmarshalText(name) != nil {
+// decodedKey returns the Go key of the map that op plans that a member
+// name decodes to, as encoding/json decodes it, and false if it does not
+// decode (encoding/json refuses it then). name is the name unescaped;
+// written is the name as it stands in the object, quotes included.
+func decodedKey(name, written []byte, op *plan) (any, bool) {
+	v := reflect.New(op.keyType)
+	var err error
+	if op.keys == keysJSON {
+		err = v.Interface().(json.Unmarshaler).UnmarshalJSON(written)
+	} else {
+		err = v.Interface().(encoding.TextUnmarshaler).UnmarshalText(name)
+	}
+	if err != nil {
 		return nil, false
 	}
 	return v.Elem().Interface(), true

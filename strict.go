@@ -364,7 +364,7 @@ func (p *plan) keyAt(b []byte, i int) int {
 type checkFrame struct {
 	plan   *plan
 	seen   map[string]struct{} // object: its names, once it has many
-	keys   map[any]struct{}    // a map's object with keysText: its keys
+	keys   map[any]struct{}    // a map's object with keysText or keysJSON: its keys
 	first  int                 // object: the index in names of its first member's name
 	index  int                 // array: the index of the element being read
 	key    int                 // object: the offset of the name of the member being read
@@ -500,8 +500,8 @@ func (c *checker) member(b []byte, i int) (int, *plan, *memberError) {
 			}
 		case planMap:
 			vp = op.elem
-			if op.keys == keysText {
-				if k, ok := decodedKey(name, op.keyType); ok {
+			if op.keys == keysText || op.keys == keysJSON {
+				if k, ok := decodedKey(name, b[i:end], op); ok {
 					// Compared as Go keys, as the map will hold them.
 					countSteps(1)
 					if _, dup := f.keys[k]; dup {

@@ -459,6 +459,55 @@ func TestFuncDuplicateDecodedMapKeys(t *testing.T) {
 	})
 }
 
+// foldKey is a map key with both UnmarshalJSON and UnmarshalText, each
+// folding case: the default encoding/json calls the first, with the key
+// as written (quotes and escapes included), encoding/json on json/v2 the
+// second, with the key unescaped.
+type foldKey string
+
+func (k *foldKey) UnmarshalJSON(b []byte) error {
+	*k = foldKey("json:" + strings.ToLower(string(b)))
+	return nil
+}
+
+func (k *foldKey) UnmarshalText(b []byte) error {
+	*k = foldKey("text:" + strings.ToUpper(string(b)))
+	return nil
+}
+
+// Keys of a type with UnmarshalJSON and UnmarshalText are compared as the
+// Go keys that the encoding/json the package is built with makes of them:
+// a duplicate exactly where that encoding/json would keep one entry for
+// two members.
+func TestFuncDuplicateMapKeysDecodedByUnmarshalJSON(t *testing.T) {
+	type params struct {
+		Fold map[foldKey]int `json:"fold"`
+	}
+	h := jsonrpc.Func(func(_ context.Context, p params) (params, error) { return p, nil })
+	dups := 0
+	for _, raw := range []string{
+		`{"fold":{"Key":1,"kEY":2}}`,
+		`{"fold":{"key":1,"k\u0065y":2}}`,
+		`{"fold":{"kEy":1,"k\u0045y":2}}`,
+		`{"fold":{"a":1,"b":2}}`,
+	} {
+		var want params
+		require.NoError(t, json.Unmarshal([]byte(raw), &want), raw)
+		got, err := h.ServeJSONRPC(t.Context(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: "m", Params: json.RawMessage(raw)})
+		if len(want.Fold) < 2 {
+			dups++
+			var e *jsonrpc.Error
+			require.ErrorAs(t, err, &e, "%s: encoding/json keeps %v", raw, want.Fold)
+			assert.Equal(t, jsonrpc.CodeInvalidParams, e.Code, raw)
+			assert.Contains(t, string(e.Data), `"reason":"duplicate member"`, raw)
+			continue
+		}
+		require.NoError(t, err, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	assert.Positive(t, dups, "cases where encoding/json keeps one entry for two members")
+}
+
 // selfParams decodes itself, keeping the text it is handed.
 type selfParams struct{ got string }
 
