@@ -166,8 +166,10 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 // CodeInvalidParams and data that names it, such as {"reason":"duplicate
 // member","member":"name","path":"/user/name"}, whose path is a JSON
 // Pointer (RFC 6901) into the params. Two keys of a map that decode to
-// one Go key are a duplicate too: "1" and "01" for an integer key, "::1"
-// and "0::1" for a key type with UnmarshalText such as netip.Addr.
+// one Go key, as encoding/json decodes them, are a duplicate too: "1" and
+// "01" for an integer key, "::1" and "0::1" for a key type with
+// UnmarshalText such as netip.Addr (or with UnmarshalJSON as well, which
+// the default encoding/json calls instead, with the key as written).
 // Duplicates are refused inside a json.RawMessage, an any or a type with
 // its own UnmarshalJSON too, whose names are otherwise left to that type.
 // A proxy or policy that reads the
