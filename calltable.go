@@ -69,6 +69,9 @@ func (c *callTable) drop(id int64) bool {
 	}
 	delete(c.pending, id)
 	c.awaiting.Store(int64(len(c.pending)))
+	if c.silence.timeout > 0 {
+		c.restSilence()
+	}
 	return true
 }
 

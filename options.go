@@ -200,8 +200,9 @@ type Options struct {
 	// which calls wait counts, added up across calls: an idle connection
 	// is never ended by it, nor one whose peer sends anything at all.
 	// Zero means no limit; it costs nothing then, and next to nothing
-	// otherwise: a counter per read from the peer, and a timer that runs
-	// only while calls wait.
+	// otherwise: a counter per read from the peer, a look at the clock
+	// each time calls start or stop waiting, and a timer that runs only
+	// while calls wait.
 	SilenceTimeout time.Duration
 
 	// OnUnknownResponse, if set, is called on the reading goroutine for a

@@ -114,6 +114,9 @@ func (c *conn) takeID(id int64) *pending {
 	p := c.pending[id]
 	delete(c.pending, id)
 	c.awaiting.Store(int64(len(c.pending)))
+	if c.silence.timeout > 0 {
+		c.restSilence()
+	}
 	c.pmu.Unlock()
 	return p
 }

@@ -25,14 +25,23 @@ type silenceWatch struct {
 	timeout  time.Duration // SilenceTimeout; zero for no watch
 	timer    *time.Timer   // made at the first call
 	watching bool          // the timer is armed
-	quiet    int           // samples in a row with calls waiting and nothing read
-	fills    uint64        // the reader's count of Reads at the last sample
+	// since is when calls last began to await answers, or the last
+	// sample after it; zero while none does. waited is the time calls
+	// awaited answers in spans that ended since the last sample.
+	since  time.Time
+	waited time.Duration
+	quiet  time.Duration // calls' waiting since the peer last sent anything
+	fills  uint64        // the reader's count of Reads at the last sample
 }
 
-// watchSilence arms the watch, unless it is armed, as a call starts to
-// await its answer on a connection with a SilenceTimeout. c.pmu is held.
+// watchSilence notes that a call starts to await its answer, on a
+// connection with a SilenceTimeout, and arms the watch unless it is
+// armed. c.pmu is held, and the call is in c.pending.
 func (c *conn) watchSilence() {
 	w := &c.silence
+	if len(c.pending) == 1 {
+		w.since = time.Now()
+	}
 	if w.watching {
 		return
 	}
@@ -45,27 +54,49 @@ func (c *conn) watchSilence() {
 	w.timer.Reset(every)
 }
 
-// silenceTick samples the reader's count of Reads. A sample at which
-// calls await answers, the reader waits in Read, and the count has not
-// moved since the last one is quiet; silenceTicks of them in a row end the
-// connection. Samples go on while calls await answers: when none does,
-// the watch rests until the next call, and keeps its count of quiet
-// samples, so that calls each given up before SilenceTimeout still add
-// up to it.
+// restSilence notes, as a call leaves c.pending, whether it was the last
+// to await an answer, and if so how long calls waited. c.pmu is held.
+func (c *callTable) restSilence() {
+	if w := &c.silence; len(c.pending) == 0 && !w.since.IsZero() {
+		w.waited += time.Since(w.since)
+		w.since = time.Time{}
+	}
+}
+
+// silenceTick samples the reader's count of Reads. If the count has not
+// moved since the last sample and the reader waits in Read, the time
+// calls awaited answers since then adds to the quiet time; otherwise the
+// quiet time starts again from zero. Once it reaches SilenceTimeout while
+// calls await answers, the connection ends. Samples go on while calls
+// await answers: when none does, the watch rests until the next call,
+// keeping the quiet time, so that calls each given up before
+// SilenceTimeout still add up to it, and only the time they waited counts.
 func (c *conn) silenceTick() {
 	c.pmu.Lock()
 	w := &c.silence
-	if c.callErr != nil || c.awaiting.Load() == 0 {
+	if c.callErr != nil {
 		w.watching = false
 		c.pmu.Unlock()
 		return
 	}
+	waited := w.waited
+	if !w.since.IsZero() {
+		now := time.Now()
+		waited += now.Sub(w.since)
+		w.since = now
+	}
+	w.waited = 0
 	if n := c.fills.Load(); n != w.fills || !c.parked.Load() {
 		w.fills, w.quiet = n, 0
 	} else {
-		w.quiet++
+		w.quiet += waited
 	}
-	if w.quiet >= silenceTicks {
+	if c.awaiting.Load() == 0 {
+		w.watching = false
+		c.pmu.Unlock()
+		return
+	}
+	if w.quiet >= w.timeout {
 		w.watching = false
 		c.pmu.Unlock()
 		c.abort(&silenceError{timeout: w.timeout})

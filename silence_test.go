@@ -119,6 +119,32 @@ func TestSilenceTimeout(t *testing.T) {
 			assert.LessOrEqual(t, calls, 4)
 		})
 	})
+	t.Run("only the time calls wait counts", func(t *testing.T) {
+		// Short calls, each waiting across one sample of the watch:
+		// the connection ends once they have waited SilenceTimeout in
+		// all, not once they have been seen at four samples.
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, never)
+			const d = 20 * time.Millisecond
+			var waited time.Duration
+			start := time.Now()
+			for k := 0; ; k++ {
+				time.Sleep(time.Until(start.Add(time.Duration(k)*silence/4 - d/2)))
+				ctx, cancel := context.WithTimeout(t.Context(), d)
+				s := time.Now()
+				err := c.Call(ctx, "echo", nil, nil)
+				waited += time.Since(s)
+				cancel()
+				if errors.Is(err, jsonrpc.ErrClosed) {
+					assert.Contains(t, err.Error(), "SilenceTimeout")
+					break
+				}
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.Less(t, waited, 2*silence, "calls waited twice SilenceTimeout, and the connection goes on")
+			}
+			assert.GreaterOrEqual(t, waited, silence-d, "the calls' waiting in all when the connection ended")
+		})
+	})
 	t.Run("a slow answer ends it, if nothing else came", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c := silentConn(t, silence, func(w net.Conn, id json.RawMessage) {
