@@ -147,6 +147,7 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 		if h = m.missing(); h == nil {
 			return nil, ErrMethodNotFound
 		}
+		ctx = context.WithValue(ctx, noHandlerKey{}, true) // for NoHandler
 	}
 	return h.ServeJSONRPC(ctx, req)
 }

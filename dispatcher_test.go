@@ -749,3 +749,41 @@ func TestMuxUseSeesUnknownMethods(t *testing.T) {
 	assert.Contains(t, out.String(), `{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found"}}`)
 	assert.Equal(t, []string{"unknown true", "unknown true", "known false"}, seen)
 }
+
+// NoHandler tells the middleware of a Mux that a request has no handler,
+// however the Mux is served, and whatever middleware inside answers it.
+func TestNoHandler(t *testing.T) {
+	var seen []string
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("known", func(context.Context, *jsonrpc.Request) (any, error) { return 1, nil })
+	record := func(next jsonrpc.Handler) jsonrpc.Handler {
+		return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			seen = append(seen, fmt.Sprintf("%s:%v", req.Method, jsonrpc.NoHandler(ctx)))
+			return next.ServeJSONRPC(ctx, req)
+		})
+	}
+	deny := func(next jsonrpc.Handler) jsonrpc.Handler {
+		return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			if req.Method == "made.up" {
+				return nil, &jsonrpc.Error{Code: -32001, Message: "Unauthorized"}
+			}
+			return next.ServeJSONRPC(ctx, req)
+		})
+	}
+	mux.Use(record, deny)
+	in := `{"jsonrpc":"2.0","id":1,"method":"known"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"made.up"}` + "\n" +
+		`{"jsonrpc":"2.0","id":3,"method":"other"}` + "\n"
+	var out bytes.Buffer
+	require.NoError(t, jsonrpc.Serve(t.Context(), strings.NewReader(in), &out, mux))
+	assert.Equal(t, []string{"known:false", "made.up:true", "other:true"}, seen, "served by a connection")
+	assert.Contains(t, out.String(), `"id":2,"error":{"code":-32001`)
+	assert.Contains(t, out.String(), `"id":3,"error":{"code":-32601`)
+
+	seen = nil
+	for _, m := range []string{"known", "made.up"} {
+		_, _ = mux.ServeJSONRPC(t.Context(), &jsonrpc.Request{ID: jsonrpc.Int64ID(1), Method: m})
+	}
+	assert.Equal(t, []string{"known:false", "made.up:true"}, seen, "called directly")
+	assert.False(t, jsonrpc.NoHandler(t.Context()))
+}

@@ -58,6 +58,7 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 			if h = c.mux.missing(); h == nil {
 				return nil, ErrMethodNotFound, true
 			}
+			rc.flags.Or(flagNoHandler)
 		}
 	}
 	// A RawHandlerFunc is called directly, and a handler made by Func

@@ -66,6 +66,7 @@ const (
 	flagEnded                     // the handler returned
 	flagInBatch                   // an entry of a batch
 	flagUnanswered                // cancelled by a convention that wants no answer
+	flagNoHandler                 // served by a Mux's middleware alone: no handler for its method
 )
 
 var _ context.Context = (*reqCtx)(nil)
@@ -158,6 +159,23 @@ func RequestFromContext(ctx context.Context) *Request {
 	}
 	return nil
 }
+
+// NoHandler reports whether ctx (or the context it derives from) is that
+// of a request that a [Mux] passes through its middleware alone, because
+// no handler is registered for its method: unless a middleware answers
+// it, the answer is [ErrMethodNotFound]. Middleware that records method
+// names, in metrics say, can use it to keep the names a peer makes up out
+// of its records, whatever middleware inside it answers.
+func NoHandler(ctx context.Context) bool {
+	if s, ok := ctx.Value(senderKey{}).(*reqCtx); ok && s.flags.Load()&flagNoHandler != 0 {
+		return true
+	}
+	return ctx.Value(noHandlerKey{}) != nil
+}
+
+// noHandlerKey marks the context of a request that Mux.ServeJSONRPC
+// passes through its middleware alone, where the context is not a reqCtx.
+type noHandlerKey struct{}
 
 // senderKey is the context key under which a handler's context holds its
 // sender.
