@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // limitError is the Invalid Request error for input over one of the
@@ -36,7 +37,7 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 	scalar := false
 	switch v.(type) {
 	case nil, json.RawMessage, string:
-		raw, err := encodeValue(v)
+		raw, err := encodeValue(v, false)
 		return raw, nil, err
 	case bool, int, int64, int32, uint, uint64, uint32, float64, float32:
 		scalar = true
@@ -61,8 +62,18 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 		es.put(e)
 		return nil, nil, err
 	}
-	return bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), e, nil
+	out := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
+	if !utf8.Valid(out) {
+		es.put(e)
+		return nil, nil, errInvalidUTF8
+	}
+	return out, e, nil
 }
+
+// errInvalidUTF8 is the error of a value that encoding/json writes as
+// invalid UTF-8: a MarshalJSON method's output, which it does not check,
+// and which a peer's JSON parser would refuse (RFC 8259, section 8.1).
+var errInvalidUTF8 = errors.New("jsonrpc: the value encodes as invalid UTF-8 (from a MarshalJSON method)")
 
 // get returns a pooled encoder, or a new one.
 func (es *encoders) get() *encoder {
@@ -86,9 +97,12 @@ func sameBytes(a, b []byte) bool {
 	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
-// encodeValue encodes a result or stream item. Raw JSON passes through as
-// it is, once checked.
-func encodeValue(v any) ([]byte, error) {
+// encodeValue encodes a result, a stream item or params. Raw JSON passes
+// through as it is, once checked. escapeHTML says to write "<", ">" and
+// "&" escaped, as json.Marshal does for params; results and items are
+// written as a json.Encoder with SetEscapeHTML(false) writes them, as a
+// server writes results.
+func encodeValue(v any, escapeHTML bool) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return nullID, nil
@@ -97,7 +111,20 @@ func encodeValue(v any) ([]byte, error) {
 	case string:
 		return appendString(make([]byte, 0, len(v)+2), v), nil
 	}
-	return json.Marshal(v)
+	if escapeHTML {
+		return json.Marshal(v) // params, which validParams checks
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if !utf8.Valid(b) {
+		return nil, errInvalidUTF8
+	}
+	return b, nil
 }
 
 // encodeRaw encodes a raw result or stream item: nil is null, and
@@ -214,7 +241,7 @@ func encodeParamsBuf(params any) (raw []byte, bp *[]byte, err error) {
 	} else if direct, bp, ok := encodeParamsPooled(params); ok {
 		return direct, bp, nil // nil for null
 	} else {
-		raw, err = encodeValue(params)
+		raw, err = encodeValue(params, true)
 	}
 	if err != nil {
 		return nil, nil, err

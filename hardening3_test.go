@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net"
 	"runtime"
 	"strconv"
@@ -644,4 +645,77 @@ func TestIdleAfterManyMembers(t *testing.T) {
 	}
 	p, m := idle(plain), idle(many)
 	assert.Less(t, m, p+64<<10, "bytes an idle connection holds after a %d-byte line of many members, against %d after a plain one", len(many), p)
+}
+
+// badUTF8 is a value whose MarshalJSON returns a string holding a byte
+// that is not UTF-8, which encoding/json does not check.
+type badUTF8 struct{}
+
+func (badUTF8) MarshalJSON() ([]byte, error) { return []byte("{\"k\":\"a\xffb\"}"), nil }
+
+// A result or stream item that encodes as invalid UTF-8 is an error the
+// caller gets at once, not a line that is not JSON, which a peer drops
+// and whose call then waits for ever: in a batch, the other calls still
+// get their answers.
+func TestResultInvalidUTF8(t *testing.T) {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("bad", func(context.Context, *jsonrpc.Request) (any, error) { return badUTF8{}, nil })
+	mux.HandleFunc("ok", func(context.Context, *jsonrpc.Request) (any, error) { return 1, nil })
+	jsonrpc.NewStreamMethod[[]int, badUTF8]("items").Register(mux, func(context.Context, []int) iter.Seq2[badUTF8, error] {
+		return func(yield func(badUTF8, error) bool) { yield(badUTF8{}, nil) }
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for name, c := range map[string]jsonrpc.Caller{"over a connection": newPair(t, mux), "in process": &jsonrpc.InProcess{Handler: mux}} {
+		var res json.RawMessage
+		err := c.Call(ctx, "bad", nil, &res)
+		var e *jsonrpc.Error
+		require.ErrorAs(t, err, &e, name)
+		assert.Equal(t, jsonrpc.CodeInternalError, e.Code, name)
+
+		var good int
+		calls := []*jsonrpc.BatchCall{{Method: "ok", Result: &good}, {Method: "bad", Result: &res}}
+		require.NoError(t, c.Batch(ctx, calls...), name)
+		assert.NoError(t, calls[0].Err, name)
+		assert.Equal(t, 1, good, name)
+		assert.ErrorAs(t, calls[1].Err, &e, name)
+
+		n := 0
+		var last error
+		for _, err := range jsonrpc.NewStreamMethod[[]int, json.RawMessage]("items").Call(ctx, c, []int{}) {
+			n++
+			last = err
+		}
+		assert.Equal(t, 1, n, "%s: the stream ends with an error", name)
+		assert.Error(t, last, name)
+		assert.NotErrorIs(t, last, context.DeadlineExceeded, name)
+	}
+}
+
+// In process, a result and a stream's item are written as over a
+// connection: without escaping "<", ">" and "&", also when encoding/json
+// writes them (a []byte member leaves no plan).
+func TestResultBytesInProcessAsOverConnection(t *testing.T) {
+	type page struct {
+		HTML string `json:"html"`
+		Raw  []byte `json:"raw"`
+	}
+	want := page{HTML: "<a href=\"x\">&</a>", Raw: []byte("x")}
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("page", func(context.Context, *jsonrpc.Request) (any, error) { return want, nil })
+	jsonrpc.NewStreamMethod[[]int, page]("pages").Register(mux, func(context.Context, []int) iter.Seq2[page, error] {
+		return func(yield func(page, error) bool) { yield(want, nil) }
+	})
+	got := map[string][]string{}
+	for name, c := range map[string]jsonrpc.Caller{"over a connection": newPair(t, mux), "in process": &jsonrpc.InProcess{Handler: mux}} {
+		var res json.RawMessage
+		require.NoError(t, c.Call(t.Context(), "page", nil, &res), name)
+		got[name] = append(got[name], string(res))
+		for item, err := range jsonrpc.NewStreamMethod[[]int, json.RawMessage]("pages").Call(t.Context(), c, []int{}) {
+			require.NoError(t, err, name)
+			got[name] = append(got[name], string(item))
+		}
+	}
+	assert.Equal(t, got["over a connection"], got["in process"])
+	assert.Equal(t, []string{`{"html":"<a href=\"x\">&</a>","raw":"eA=="}`, `{"html":"<a href=\"x\">&</a>","raw":"eA=="}`}, got["in process"])
 }

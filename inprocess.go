@@ -215,7 +215,7 @@ func (p *InProcess) serve(ctx context.Context, req *Request, ls *localSender) (r
 	if err != nil {
 		return nil, toWireError(err, ctx.Err() != nil, false)
 	}
-	res, err = encodeValue(v)
+	res, err = encodeValue(v, false)
 	if err != nil {
 		return nil, internalError(fmt.Sprintf("%T", err), "cannot encode result: "+err.Error(), false)
 	}
@@ -262,7 +262,7 @@ func (ls *localSender) emit(item any) error {
 	if ls.stopped {
 		return context.Canceled
 	}
-	raw, err := encodeValue(item)
+	raw, err := encodeValue(item, false)
 	if err != nil {
 		return err
 	}

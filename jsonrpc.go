@@ -67,8 +67,8 @@
 // handler that needs them.
 //
 // The params of a call are written as json.Marshal writes them, and a
-// result as a json.Encoder with SetEscapeHTML(false) does (a "<" stays
-// as it is). Values of the usual shapes, structs, pointers, slices,
+// result or a stream's item as a json.Encoder with SetEscapeHTML(false)
+// does (a "<" stays as it is), over a connection or in process. Values of the usual shapes, structs, pointers, slices,
 // arrays and maps with string keys of bools, numbers and strings, and
 // interfaces holding these (positional params as a []any, an MCP result
 // as a map[string]any, or with its content behind an interface with

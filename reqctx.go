@@ -215,7 +215,7 @@ func (rc *reqCtx) emit(item any) error {
 	if rc.id == "" {
 		return errNoTaker
 	}
-	raw, err := encodeValue(item)
+	raw, err := encodeValue(item, false)
 	if err != nil {
 		return err
 	}
