@@ -219,8 +219,10 @@ func (e *closedError) Unwrap() []error {
 //   - its request was never sent: its params could not be encoded, its
 //     ctx had ended or the connection was closed (an error wrapping
 //     [ErrClosed]) before the request was handed to the connection, the
-//     write that failed took none of its bytes, or, over HTTP, the
-//     connection to the server could not be made;
+//     write that failed took none of its bytes, or, over HTTP, net/http's
+//     Transport had not written the whole request when it failed (with
+//     an http.Client whose Transport is another RoundTripper, which may
+//     not say what it wrote: when no connection could be made);
 //   - the peer answered that it did not run it: [ErrNotRun] (an HTTP 503
 //     too), [ErrOverloaded], [ErrParse], [ErrInvalidRequest] or
 //     [ErrMethodNotFound], or an [HTTPError] with a status under 500,

@@ -16,8 +16,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -574,4 +576,118 @@ func TestHTTPHardeningStreamedAnswerIsOneLine(t *testing.T) {
 			assert.Equal(t, tc.result, compact.String(), "%s, %s", tc.body, accept)
 		}
 	}
+}
+
+// A request that net/http never wrote whole cannot have run: MayHaveRun
+// says false however it failed, and whatever the client asks to Accept
+// (OnNotify and Stream ask for streamed answers), and a failure to
+// connect wraps ErrClosed unless ctx ended. One that was written and then
+// lost its connection may have run.
+func TestHTTPClientNotWrittenNotRun(t *testing.T) {
+	checkLeaks(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	onNotify := func(*jsonrpc.Request) {}
+	for _, c := range []*jsonrpc.HTTPClient{
+		{URL: refused, HTTP: &http.Client{Transport: tr}},
+		{URL: refused, HTTP: &http.Client{Transport: tr}, OnNotify: onNotify},
+	} {
+		err := c.Call(t.Context(), "m", nil, nil)
+		assert.ErrorIs(t, err, jsonrpc.ErrClosed, "refused, OnNotify %v", c.OnNotify != nil)
+		assert.False(t, jsonrpc.MayHaveRun(err), "refused, OnNotify %v: %v", c.OnNotify != nil, err)
+		for _, err = range c.Stream(t.Context(), "m", nil) {
+		}
+		assert.ErrorIs(t, err, jsonrpc.ErrClosed, "Stream, refused")
+		assert.False(t, jsonrpc.MayHaveRun(err), "Stream, refused: %v", err)
+	}
+
+	t.Run("retried when refused, with OnNotify", func(t *testing.T) {
+		var dials atomic.Int64
+		tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connection refused")}
+		}}
+		defer tr.CloseIdleConnections()
+		c := &jsonrpc.HTTPClient{URL: "http://backend.invalid", HTTP: &http.Client{Transport: tr}, OnNotify: onNotify,
+			Retry: func(string) bool { return false }, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		err := c.Call(ctx, "m", nil, nil)
+		assert.Greater(t, dials.Load(), int64(1), "a call that was never sent is sent again: %v", err)
+	})
+
+	t.Run("ctx ends during the dial", func(t *testing.T) {
+		tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			<-ctx.Done()
+			return nil, &net.OpError{Op: "dial", Net: network, Err: ctx.Err()}
+		}}
+		defer tr.CloseIdleConnections()
+		c := &jsonrpc.HTTPClient{URL: "http://backend.invalid", HTTP: &http.Client{Transport: tr}}
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		err := c.Call(ctx, "m", nil, nil)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.False(t, jsonrpc.MayHaveRun(err), "%v", err)
+	})
+
+	t.Run("ctx ends waiting for a connection", func(t *testing.T) {
+		release := make(chan struct{})
+		var hits atomic.Int64
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			<-release
+		}))
+		defer ts.Close()
+		tr := &http.Transport{MaxConnsPerHost: 1}
+		defer tr.CloseIdleConnections()
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		done := make(chan struct{})
+		go func() { defer close(done); _ = c.Notify(context.Background(), "slow", nil) }()
+		require.Eventually(t, func() bool { return hits.Load() == 1 }, time.Minute, time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		err := c.Call(ctx, "second", nil, nil)
+		close(release)
+		<-done
+		assert.Equal(t, int64(1), hits.Load())
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.False(t, jsonrpc.MayHaveRun(err), "%v", err)
+	})
+
+	t.Run("TLS handshake fails", func(t *testing.T) {
+		var hits atomic.Int64
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+		ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+		ts.StartTLS()
+		defer ts.Close()
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		err := c.Call(t.Context(), "m", nil, nil)
+		assert.Error(t, err)
+		assert.Zero(t, hits.Load())
+		assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+		assert.False(t, jsonrpc.MayHaveRun(err), "%v", err)
+	})
+
+	t.Run("written, then the connection breaks", func(t *testing.T) {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+		}))
+		defer ts.Close()
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		err := c.Call(t.Context(), "m", nil, nil)
+		assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+		assert.True(t, jsonrpc.MayHaveRun(err), "%v", err)
+	})
 }

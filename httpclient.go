@@ -13,6 +13,7 @@ import (
 	"iter"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -564,15 +565,28 @@ func (x *exchange) end() {
 // post sends body, with header (nil for Header), and returns the
 // exchange, whose response has status 200, 202 or 204; any other status
 // is an *HTTPError (see there for 503). A failure of the transport wraps
-// ErrClosed, and is marked as sent (see MayHaveRun) unless no connection
-// could be made. The caller ends the exchange.
+// ErrClosed, or is ctx's error if ctx ended, and is marked as sent (see
+// MayHaveRun) if the whole request had been written. The caller ends the
+// exchange.
 func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, header http.Header) (exchange, error) {
 	if err := ctx.Err(); err != nil {
 		return exchange{}, err // not sent
 	}
+	parent := ctx
 	var cancel context.CancelFunc
 	if accept != contentJSON {
 		ctx, cancel = context.WithCancel(ctx)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	var w *wroteTrace
+	if _, std := hc.Transport.(*http.Transport); std || hc.Transport == nil {
+		// net/http's own Transport says when it has written a request.
+		w = new(wroteTrace)
+		w.trace.WroteRequest = w.wroteRequest
+		ctx = httptrace.WithClientTrace(ctx, &w.trace)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
@@ -600,16 +614,12 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 	default:
 		req.Header.Set("Accept", accept)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		if cancel != nil {
 			cancel()
 		}
-		return exchange{}, transportFailed(ctx, err)
+		return exchange{}, transportFailed(parent, err, w)
 	}
 	x := exchange{resp: resp, cancel: cancel, eof: resp.ContentLength == 0}
 	switch resp.StatusCode {
@@ -629,13 +639,24 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 
 // transportFailed is the error of a request that net/http could not
 // complete: ctx's error if ctx has ended, otherwise an error wrapping
-// ErrClosed and err. Either is marked as sent, since the request may have
-// reached the server, unless no connection to it could be made.
-func transportFailed(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
+// ErrClosed and err. Either is marked as sent if the whole request was
+// written, as w says, since the server may then have run it. Without w
+// (a RoundTripper of the caller's, which may not say what it wrote), it
+// is marked so unless no connection could be made.
+func transportFailed(ctx context.Context, err error, w *wroteTrace) error {
+	ended := ctx.Err() != nil
+	if !ended {
+		err = &closedError{cause: err}
+	}
+	if w != nil {
+		if w.wrote.Load() {
+			return sent(err)
+		}
+		return err
+	}
+	if ended {
 		return sent(err) // a *url.Error that wraps ctx's error
 	}
-	err = &closedError{cause: err}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return err
@@ -645,6 +666,20 @@ func transportFailed(ctx context.Context, err error) error {
 		return err
 	}
 	return sent(err)
+}
+
+// A wroteTrace learns from net/http whether a request was written whole:
+// until then, the server cannot have read it, and a failure leaves it not
+// run.
+type wroteTrace struct {
+	trace httptrace.ClientTrace
+	wrote atomic.Bool
+}
+
+func (w *wroteTrace) wroteRequest(info httptrace.WroteRequestInfo) {
+	if info.Err == nil {
+		w.wrote.Store(true)
+	}
 }
 
 // notRunAnswer returns the error that head, the start of the body of a
