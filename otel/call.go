@@ -53,9 +53,21 @@ func (c *call) name() string {
 }
 
 // spanAttrs returns the attributes of the span at its start: those of
-// c, the request's id and the method sent if unknown.
-func (c *call) spanAttrs(req *jsonrpc.Request) []attribute.KeyValue {
-	a := append(make([]attribute.KeyValue, 0, len(c.attrs)+2), c.attrs...)
+// c, with server.address and server.port from the Host of hr (the HTTP
+// request a server serves the call from) if not nil, the request's id
+// and the method sent if unknown.
+func (c *call) spanAttrs(req *jsonrpc.Request, hr *http.Request) []attribute.KeyValue {
+	a := make([]attribute.KeyValue, 0, len(c.attrs)+4)
+	if hr == nil {
+		a = append(a, c.attrs...)
+	} else {
+		for _, kv := range c.attrs {
+			if kv.Key != semconv.ServerAddressKey && kv.Key != semconv.ServerPortKey {
+				a = append(a, kv)
+			}
+		}
+		a = appendHost(a, hr)
+	}
 	if id, ok := idString(req.ID); ok {
 		a = append(a, semconv.JSONRPCRequestID(id))
 	}
@@ -64,6 +76,21 @@ func (c *call) spanAttrs(req *jsonrpc.Request) []attribute.KeyValue {
 	}
 	return a
 }
+
+// endPanic ends c as failed if its handler panics, and panics again
+// with the same value, for the server to recover. It is deferred.
+func (c *call) endPanic(ctx context.Context) {
+	if v := recover(); v != nil {
+		c.end(ctx, panicError{v})
+		panic(v)
+	}
+}
+
+// A panicError is what a call whose handler panicked ends with.
+type panicError struct{ value any }
+
+// Error returns the value the handler panicked with, as text.
+func (e panicError) Error() string { return fmt.Sprint(e.value) }
 
 // end ends the span and records the duration; err is what the handler
 // or the call returned.
@@ -80,7 +107,7 @@ func (c *call) end(ctx context.Context, err error) {
 				c.span.SetAttributes(c.attrs[methodAttr], semconv.RPCMethodOriginal(c.method))
 			}
 		}
-		code, typ, desc := classify(err, c.server)
+		code, typ, desc := classify(ctx, err, c.server)
 		if code != "" {
 			c.attrs = append(c.attrs, semconv.RPCResponseStatusCode(code))
 		}
@@ -103,17 +130,22 @@ func (c *call) end(ctx context.Context, err error) {
 }
 
 // classify returns the rpc.response.status_code, error.type and status
-// description of err. A server answers an error that carries no code
-// with CodeInternalError, unless it is a cancellation.
-func classify(err error, server bool) (code, typ, desc string) {
+// description of err, for a call with context ctx. A server answers an
+// error that carries no code with CodeRequestCancelled if the peer
+// cancelled the request (the cause of ctx is a *jsonrpc.CancelError)
+// and the handler did not panic, and with CodeInternalError otherwise.
+func classify(ctx context.Context, err error, server bool) (code, typ, desc string) {
 	var e *jsonrpc.Error
 	if errors.As(err, &e) && e != nil {
 		code = strconv.Itoa(int(e.Code))
 		return code, code, e.Message
 	}
+	_, panicked := err.(panicError)
 	switch {
+	case panicked:
+		typ = "panic"
 	case errors.Is(err, context.Canceled):
-		return "", "context.Canceled", err.Error()
+		typ = "context.Canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		typ = "context.DeadlineExceeded"
 	default:
@@ -121,6 +153,10 @@ func classify(err error, server bool) (code, typ, desc string) {
 	}
 	if server {
 		code = strconv.Itoa(int(jsonrpc.CodeInternalError))
+		var ce *jsonrpc.CancelError
+		if !panicked && ctx.Err() != nil && errors.As(context.Cause(ctx), &ce) {
+			code = strconv.Itoa(int(jsonrpc.CodeRequestCancelled))
+		}
 	}
 	return code, typ, err.Error()
 }
@@ -144,7 +180,9 @@ func idString(id jsonrpc.ID) (string, bool) {
 // attrs returns the attributes common to the span and the measurement of
 // a call for method: hr is the HTTP request a server serves it from, and
 // overHTTP says that a client sends it over HTTP, to target, the
-// HTTPClient's URL.
+// HTTPClient's URL. On a server, server.address and server.port are
+// WithNetwork's: those from hr's Host, which the client chooses, go on
+// the span alone (see appendHost).
 func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTTP bool, target string) []attribute.KeyValue {
 	if unknown {
 		method = otherMethod
@@ -162,13 +200,6 @@ func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTT
 			transport = semconv.NetworkTransportQUIC
 		}
 		a = append(a, transport, semconv.NetworkProtocolName("http"), semconv.NetworkProtocolVersion(version))
-		address, port = splitHostPort(hr.Host)
-		if port == 0 {
-			port = 80
-			if hr.TLS != nil {
-				port = 443
-			}
-		}
 	case overHTTP:
 		a = append(a, semconv.NetworkTransportTCP, semconv.NetworkProtocolName("http"))
 		if tg := t.target(target); tg.host != "" {
@@ -184,6 +215,23 @@ func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTT
 		}
 	}
 	return a
+}
+
+// appendHost appends to a server.address and server.port as the Host of
+// hr, the HTTP request a server serves a call from, names them (the
+// scheme's port if the Host gives none).
+func appendHost(a []attribute.KeyValue, hr *http.Request) []attribute.KeyValue {
+	address, port := splitHostPort(hr.Host)
+	if address == "" {
+		return a
+	}
+	if port == 0 {
+		port = 80
+		if hr.TLS != nil {
+			port = 443
+		}
+	}
+	return append(a, semconv.ServerAddress(address), semconv.ServerPort(port))
 }
 
 // A target is the server an HTTPClient's URL names.

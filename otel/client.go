@@ -53,7 +53,7 @@ func (t *Telemetry) clientCall(ctx context.Context, req *jsonrpc.Request, tracin
 	ctx, c.span = t.tracer.Start(ctx, c.name(),
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(c.start),
-		trace.WithAttributes(c.spanAttrs(req)...))
+		trace.WithAttributes(c.spanAttrs(req, nil)...))
 	if header != nil {
 		t.prop.Inject(ctx, propagation.HeaderCarrier(header))
 	}

@@ -23,17 +23,22 @@
 //   - jsonrpc.request.id is the id, as a string without JSON quotes, and
 //     is left out for notifications and null ids;
 //   - on an error, the span's status is Error, rpc.response.status_code
-//     is the JSON-RPC error code (such as "-32601"), and error.type is
-//     that code, or the Go type of an error that carries none;
+//     is the JSON-RPC error code (such as "-32601"; on the server, the
+//     code it answers with), and error.type is that code, the Go type of
+//     an error that carries none, or "panic" for a handler that panicked;
 //   - network.transport is "tcp" over HTTP (with network.protocol.name
 //     "http"), and otherwise what [WithNetwork] says; server.address and
-//     server.port come from the HTTP request's Host on the server, from
-//     the URL of the [jsonrpc.HTTPClient] on its client (the scheme's
-//     port if the URL gives none), and from WithNetwork otherwise.
+//     server.port come from the HTTP request's Host on the server's span,
+//     from the URL of the [jsonrpc.HTTPClient] on its client (the
+//     scheme's port if the URL gives none), and from WithNetwork
+//     otherwise.
 //
 // The histograms are rpc.server.call.duration and
 // rpc.client.call.duration, in seconds, with the attributes of the span
-// but for the request id and rpc.method_original, which are not bounded.
+// but for those that are not bounded: the request id,
+// rpc.method_original, and the server.address and server.port of an HTTP
+// request's Host, which the client chooses (the server's histogram has
+// WithNetwork's, if any, in their place).
 //
 // # Propagation
 //
@@ -43,7 +48,9 @@
 // params, as MCP proposes (SEP-414), on every transport. A server does
 // not take the caller's span as its span's parent unless told to trust
 // it with [WithTrustRemote]: otherwise it starts a new trace linked to
-// the caller's.
+// the caller's. A span already in the context, such as that of HTTP
+// instrumentation, stays the parent: the context in _meta is then only
+// linked.
 //
 // # Cost
 //

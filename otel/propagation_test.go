@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -164,4 +165,43 @@ func TestStream(t *testing.T) {
 	cs := tel.span(t, trace.SpanKindClient, "count")
 	ss := tel.span(t, trace.SpanKindServer, "count")
 	assert.Equal(t, cs.SpanContext.SpanID(), ss.Parent.SpanID())
+}
+
+// With WithMetaPropagation, a local span already in the context (that of
+// HTTP instrumentation) stays the parent of the server's span, trusted
+// or not: the caller's context in _meta is linked, not made the parent.
+func TestMetaUnderLocalSpan(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []jsonrpcotel.Option
+	}{
+		{"untrusted", []jsonrpcotel.Option{jsonrpcotel.WithMetaPropagation()}},
+		{"trusted", []jsonrpcotel.Option{jsonrpcotel.WithMetaPropagation(), jsonrpcotel.WithTrustRemote()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			mux := newMux()
+			mux.Use(tel.with(tc.opts...).Middleware())
+			var local trace.SpanContext
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ctx, span := tel.tp.Tracer("http").Start(r.Context(), "POST", trace.WithSpanKind(trace.SpanKindServer))
+				defer span.End()
+				local = span.SpanContext()
+				srv.ServeHTTP(w, r.WithContext(ctx))
+			}))
+			body := `{"jsonrpc":"2.0","id":1,"method":"log","params":{"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`
+			resp, err := http.Post(ts.URL, "application/json", strings.NewReader(body))
+			require.NoError(t, err)
+			resp.Body.Close()
+			ts.Close()
+
+			ss := tel.span(t, trace.SpanKindServer, "log")
+			assert.Equal(t, local.TraceID(), ss.Parent.TraceID())
+			assert.Equal(t, local.SpanID(), ss.Parent.SpanID())
+			require.Len(t, ss.Links, 1)
+			assert.Equal(t, "0af7651916cd43dd8448eb211c80319c", ss.Links[0].SpanContext.TraceID().String())
+			assert.Equal(t, "b7ad6b7169203331", ss.Links[0].SpanContext.SpanID().String())
+		})
+	}
 }

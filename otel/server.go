@@ -20,9 +20,14 @@ import (
 //
 // A Mux passes a call of a method it has no handler for through its
 // middleware too, around the answer [jsonrpc.ErrMethodNotFound]: such a
-// call, like one whose handler returns an error that is
-// ErrMethodNotFound, is recorded as rpc.method "_OTHER", with the method
-// sent in rpc.method_original.
+// call (see [jsonrpc.NoHandler]), whatever middleware inside answers it,
+// and one whose handler returns an error that is ErrMethodNotFound, are
+// recorded as rpc.method "_OTHER", with the method sent in
+// rpc.method_original.
+//
+// A call whose handler panics is recorded as failed, with error.type
+// "panic" and rpc.response.status_code "-32603", before the panic goes
+// on to the server.
 func (t *Telemetry) Middleware() func(jsonrpc.Handler) jsonrpc.Handler {
 	if t.off() {
 		return func(h jsonrpc.Handler) jsonrpc.Handler { return h }
@@ -34,7 +39,8 @@ func (t *Telemetry) Middleware() func(jsonrpc.Handler) jsonrpc.Handler {
 				if !tracing && !measuring || t.filter != nil && !t.filter(ctx, req) {
 					return raw(ctx, req)
 				}
-				ctx, c := t.serverCall(ctx, req, false, tracing, measuring)
+				ctx, c := t.serverCall(ctx, req, jsonrpc.NoHandler(ctx), tracing, measuring)
+				defer c.endPanic(ctx)
 				result, err := raw(ctx, req)
 				c.end(ctx, err)
 				return result, err
@@ -47,7 +53,8 @@ func (t *Telemetry) Middleware() func(jsonrpc.Handler) jsonrpc.Handler {
 // Handler returns h wrapped so that every request it serves is traced
 // and measured, as a server. When h is a *jsonrpc.Mux, a method it has no
 // handler for is recorded as rpc.method "_OTHER", with the method sent in
-// rpc.method_original. Use it in place of [Telemetry.Middleware], not
+// rpc.method_original. A call whose handler panics is recorded as
+// Middleware records it. Use it in place of [Telemetry.Middleware], not
 // with it, which would record each call twice. A server calls a wrapped
 // Mux through its ServeJSONRPC method, which boxes each result in an
 // interface.
@@ -67,8 +74,9 @@ func (t *Telemetry) wrap(h jsonrpc.Handler, mux *jsonrpc.Mux) jsonrpc.Handler {
 		if !tracing && !measuring || t.filter != nil && !t.filter(ctx, req) {
 			return h.ServeJSONRPC(ctx, req)
 		}
-		unknown := mux != nil && mux.Handler(req.Method) == nil
+		unknown := jsonrpc.NoHandler(ctx) || mux != nil && mux.Handler(req.Method) == nil
 		ctx, c := t.serverCall(ctx, req, unknown, tracing, measuring)
+		defer c.endPanic(ctx)
 		result, err := h.ServeJSONRPC(ctx, req)
 		c.end(ctx, err)
 		return result, err
@@ -93,15 +101,25 @@ func (t *Telemetry) serverCall(ctx context.Context, req *jsonrpc.Request, unknow
 	if hr != nil && !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(hr.Header))
 	}
+	var meta trace.SpanContext // the _meta's, if only linked
 	if t.meta {
 		if mc := metaCarrier(req.Params); mc != nil {
-			ctx = t.prop.Extract(ctx, mc)
+			// A local span (HTTP instrumentation's, say) stays the
+			// parent: the caller's context in _meta is linked.
+			if local := trace.SpanContextFromContext(ctx); local.IsValid() && !local.IsRemote() {
+				meta = trace.SpanContextFromContext(t.prop.Extract(ctx, mc))
+			} else {
+				ctx = t.prop.Extract(ctx, mc)
+			}
 		}
 	}
 	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(c.start),
-		trace.WithAttributes(c.spanAttrs(req)...),
+		trace.WithAttributes(c.spanAttrs(req, hr)...),
+	}
+	if meta.IsRemote() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: meta}))
 	}
 	if remote := trace.SpanContextFromContext(ctx); remote.IsRemote() && !t.trustRemote {
 		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: remote}))

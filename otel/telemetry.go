@@ -101,7 +101,10 @@ func WithTrustRemote() Option {
 // "traceparent" and "tracestate": the interceptor adds them to params that
 // are a JSON object (params that are an array, or none, are left alone),
 // keeping the other members of a _meta already there, and the middleware
-// reads them, preferring them to the HTTP headers.
+// reads them, preferring them to the HTTP headers. When the context of a
+// call holds a local span already (HTTP instrumentation's, say), that
+// span stays the parent of the server's span, which is linked to the
+// context in _meta.
 func WithMetaPropagation() Option {
 	return func(c *config) { c.meta = true }
 }
@@ -111,9 +114,11 @@ func WithMetaPropagation() Option {
 // network is "tcp" (or "tcp4", "tcp6"), "unix", or "pipe" (for stdio and
 // other pipes), and address is "host:port", a socket's path, or "". It
 // sets network.transport, server.address and server.port. Calls over HTTP
-// need none of it: a server reads the request's Host, and a client the
-// URL of its [jsonrpc.HTTPClient] (see [jsonrpc.HTTPURL]), which take
-// the place of address there.
+// need none of it: a server's span reads the request's Host, and a
+// client the URL of its [jsonrpc.HTTPClient] (see [jsonrpc.HTTPURL]),
+// which take the place of address there. The server's duration histogram
+// leaves the Host off, which the client chooses, and has address, if
+// given, instead.
 func WithNetwork(network, address string) Option {
 	return func(c *config) { c.network, c.address = network, address }
 }

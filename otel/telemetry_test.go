@@ -1,14 +1,17 @@
 package jsonrpcotel_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ndjsonrpc/jsonrpc"
@@ -233,24 +236,24 @@ func TestEndToEnd(t *testing.T) {
 	type setup struct {
 		name string
 		// run makes the calls; it returns the network attributes of the
-		// client's spans and of the server's, and whether the server
-		// wraps the whole Mux (and so sees unknown methods).
-		run func(t *testing.T, tel *telemetry) (client, server map[string]any, whole bool)
+		// client's spans and of the server's, and those of the server's
+		// histogram, which leaves off the Host of an HTTP request.
+		run func(t *testing.T, tel *telemetry) (client, server, serverMetric map[string]any)
 		// meta says that the context goes in _meta, so only in object
 		// params.
 		meta bool
 	}
 	setups := []setup{
-		{"pipe, _meta, Handler", func(t *testing.T, tel *telemetry) (map[string]any, map[string]any, bool) {
+		{"pipe, _meta, Handler", func(t *testing.T, tel *telemetry) (map[string]any, map[string]any, map[string]any) {
 			srv := tel.with(jsonrpcotel.WithTrustRemote(), jsonrpcotel.WithMetaPropagation(), jsonrpcotel.WithNetwork("pipe", ""))
 			cli := tel.with(jsonrpcotel.WithMetaPropagation(), jsonrpcotel.WithNetwork("pipe", ""))
 			c, stop := pipeTransport(t, srv.Handler(newMux()), cli.Interceptor())
 			call(t, c)
 			stop()
 			n := network("pipe", "", 0, "")
-			return n, n, true
+			return n, n, n
 		}, true},
-		{"socket, _meta, Middleware", func(t *testing.T, tel *telemetry) (map[string]any, map[string]any, bool) {
+		{"socket, _meta, Middleware", func(t *testing.T, tel *telemetry) (map[string]any, map[string]any, map[string]any) {
 			l := listen(t)
 			addr := l.Addr().(*net.TCPAddr)
 			srv := tel.with(jsonrpcotel.WithTrustRemote(), jsonrpcotel.WithMetaPropagation(), jsonrpcotel.WithNetwork("tcp", l.Addr().String()))
@@ -261,9 +264,9 @@ func TestEndToEnd(t *testing.T) {
 			call(t, c)
 			stop()
 			n := network("tcp", "127.0.0.1", addr.Port, "")
-			return n, n, false
+			return n, n, n
 		}, true},
-		{"HTTP, headers, Middleware", func(t *testing.T, tel *telemetry) (map[string]any, map[string]any, bool) {
+		{"HTTP, headers, Middleware", func(t *testing.T, tel *telemetry) (map[string]any, map[string]any, map[string]any) {
 			srv := tel.with(jsonrpcotel.WithTrustRemote())
 			mux := newMux()
 			mux.Use(srv.Middleware())
@@ -277,13 +280,13 @@ func TestEndToEnd(t *testing.T) {
 			require.NoError(t, err)
 			port, err := strconv.Atoi(p)
 			require.NoError(t, err)
-			return network("tcp", h, port, "-"), network("tcp", h, port, "1.1"), false
+			return network("tcp", h, port, "-"), network("tcp", h, port, "1.1"), network("tcp", "", 0, "1.1")
 		}, false},
 	}
 	for _, s := range setups {
 		t.Run(s.name, func(t *testing.T) {
 			tel := newTelemetry(t)
-			clientNet, serverNet, _ := s.run(t, tel)
+			clientNet, serverNet, serverMetricNet := s.run(t, tel)
 
 			type want struct {
 				method   string // the call's
@@ -331,14 +334,15 @@ func TestEndToEnd(t *testing.T) {
 			}
 
 			// The histograms: one measurement per call, with the span's
-			// attributes but for the id and the method sent.
+			// attributes but for the id, the method sent, and the
+			// server's address and port from an HTTP request's Host.
 			wantServer := map[string]uint64{"add": 1, "fail": 1, "boom": 1, "log": 1, "_OTHER": 2}
 			for _, side := range []struct {
 				name   string
 				net    map[string]any
 				counts map[string]uint64
 			}{
-				{"rpc.server.call.duration", serverNet, wantServer},
+				{"rpc.server.call.duration", serverMetricNet, wantServer},
 				{"rpc.client.call.duration", clientNet, map[string]uint64{"add": 1, "fail": 1, "boom": 1, "log": 1, "missing": 1, "gone": 1}},
 			} {
 				counts := map[string]uint64{}
@@ -396,6 +400,195 @@ func TestHTTPClientTarget(t *testing.T) {
 				assert.Equal(t, tc.port, a["server.port"], s.Name)
 				assert.Equal(t, "tcp", a["network.transport"], s.Name)
 			}
+		})
+	}
+}
+
+// A handler that panics ends its call as failed, as the server answers
+// it (-32603), with error.type "panic": through the middleware around a
+// HandlerFunc and around a RawHandlerFunc, and through Handler. The
+// server still recovers the panic, and serves the next call.
+func TestPanic(t *testing.T) {
+	explode := func(context.Context, *jsonrpc.Request) (any, error) { panic("kaboom") }
+	explodeRaw := func(context.Context, *jsonrpc.Request) (json.RawMessage, error) { panic("kaboom") }
+	for _, tc := range []struct {
+		name    string
+		handler func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler
+	}{
+		{"Middleware, HandlerFunc", func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler {
+			mux := newMux()
+			mux.HandleFunc("explode", explode)
+			mux.Use(tel.Middleware())
+			return mux
+		}},
+		{"Middleware, RawHandlerFunc", func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler {
+			mux := newMux()
+			mux.Handle("explode", jsonrpc.RawHandlerFunc(explodeRaw))
+			mux.Use(tel.Middleware())
+			return mux
+		}},
+		{"Handler", func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler {
+			mux := newMux()
+			mux.HandleFunc("explode", explode)
+			return tel.Handler(mux)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			c, stop := pipeTransport(t, tc.handler(tel.with()), tel.with().Interceptor())
+			var e *jsonrpc.Error
+			require.ErrorAs(t, c.Call(t.Context(), "explode", nil, nil), &e)
+			assert.Equal(t, jsonrpc.CodeInternalError, e.Code)
+			require.NoError(t, c.Call(t.Context(), "add", []int{1, 2}, nil))
+			stop()
+
+			ss := tel.span(t, trace.SpanKindServer, "explode")
+			a := attrs(ss.Attributes)
+			assert.Equal(t, "panic", a["error.type"])
+			assert.Equal(t, "-32603", a["rpc.response.status_code"])
+			assert.Equal(t, codes.Error, ss.Status.Code)
+			assert.Equal(t, "kaboom", ss.Status.Description)
+			counts := map[string]uint64{}
+			for _, dp := range tel.histogram(t, "rpc.server.call.duration") {
+				a := attrs(dp.Attributes.ToSlice())
+				key := a["rpc.method"].(string)
+				if typ, ok := a["error.type"].(string); ok {
+					key += " " + typ
+				}
+				counts[key] += dp.Count
+			}
+			assert.Equal(t, map[string]uint64{"explode panic": 1, "add": 1}, counts)
+		})
+	}
+}
+
+// The Host of an HTTP request, which the client chooses, gives the
+// server span's server.address and server.port, but stays off the
+// duration histogram: calls with distinct Hosts make one series.
+func TestHostOnSpanOnly(t *testing.T) {
+	tel := newTelemetry(t)
+	mux := newMux()
+	mux.Use(tel.with().Middleware())
+	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
+	defer ts.Close()
+	hosts := []string{"a.example:1001", "b.example:1002", "c.example"}
+	for _, host := range hosts {
+		req, err := http.NewRequest("POST", ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+
+	var got []string
+	for _, s := range tel.spans.GetSpans() {
+		a := attrs(s.Attributes)
+		got = append(got, a["server.address"].(string)+":"+strconv.FormatInt(a["server.port"].(int64), 10))
+	}
+	assert.Equal(t, []string{"a.example:1001", "b.example:1002", "c.example:80"}, got)
+	dps := tel.histogram(t, "rpc.server.call.duration")
+	require.Len(t, dps, 1, "series of rpc.server.call.duration")
+	assert.Equal(t, uint64(len(hosts)), dps[0].Count)
+	assert.Equal(t, merge(map[string]any{"rpc.system.name": "jsonrpc", "jsonrpc.protocol.version": "2.0", "rpc.method": "add"}, network("tcp", "", 0, "1.1")),
+		attrs(dps[0].Attributes.ToSlice()))
+}
+
+// Calls of methods with no handler are recorded as rpc.method "_OTHER"
+// even when a middleware inside the Telemetry's (here one that refuses
+// them all) answers them before the Mux's ErrMethodNotFound: made-up
+// method names make no series of their own.
+func TestUnknownBehindMiddleware(t *testing.T) {
+	unauthorized := &jsonrpc.Error{Code: -32001, Message: "Unauthorized"}
+	for _, tc := range []struct {
+		name string
+		deny func(jsonrpc.Handler) jsonrpc.Handler
+	}{
+		{"HandlerFunc", func(jsonrpc.Handler) jsonrpc.Handler {
+			return jsonrpc.HandlerFunc(func(context.Context, *jsonrpc.Request) (any, error) { return nil, unauthorized })
+		}},
+		{"RawHandlerFunc", func(jsonrpc.Handler) jsonrpc.Handler {
+			return jsonrpc.RawHandlerFunc(func(context.Context, *jsonrpc.Request) (json.RawMessage, error) { return nil, unauthorized })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			mux := newMux()
+			mux.Use(tel.with().Middleware(), tc.deny)
+			c, stop := pipeTransport(t, mux, tel.with().Interceptor())
+			for _, method := range []string{"made.up.1", "made.up.2", "add"} {
+				require.ErrorIs(t, c.Call(t.Context(), method, nil, nil), unauthorized)
+			}
+			stop()
+
+			ss := tel.span(t, trace.SpanKindServer, "made.up.1")
+			assert.Equal(t, "jsonrpc", ss.Name)
+			assert.Equal(t, "_OTHER", attrs(ss.Attributes)["rpc.method"])
+			counts := map[string]uint64{}
+			for _, dp := range tel.histogram(t, "rpc.server.call.duration") {
+				counts[attrs(dp.Attributes.ToSlice())["rpc.method"].(string)] += dp.Count
+			}
+			assert.Equal(t, map[string]uint64{"_OTHER": 2, "add": 1}, counts)
+		})
+	}
+}
+
+// The server span's rpc.response.status_code is the code the server
+// answers with: -32800 for an error with no code of its own when the
+// peer cancelled the request, a *jsonrpc.Error's code whatever happened,
+// and -32603 for a context.Canceled that the peer did not cause.
+func TestCancelledStatusCode(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cancel   bool // the peer cancels the call
+		err      func(ctx context.Context) error
+		wantCode string
+		wantType string
+	}{
+		{"cancelled, ctx.Err()", true, func(ctx context.Context) error { return ctx.Err() }, "-32800", "context.Canceled"},
+		{"cancelled, a Go error", true, func(context.Context) error { return errBoom }, "-32800", "*errors.errorString"},
+		{"cancelled, a *jsonrpc.Error", true, func(context.Context) error { return &jsonrpc.Error{Code: 42, Message: "no luck"} }, "42", "42"},
+		{"not cancelled, context.Canceled", false, func(context.Context) error { return context.Canceled }, "-32603", "context.Canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			started := make(chan struct{})
+			mux := new(jsonrpc.Mux)
+			mux.HandleFunc("wait", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+				if tc.cancel {
+					close(started)
+					<-ctx.Done()
+				}
+				return nil, tc.err(ctx)
+			})
+			mux.Use(tel.with().Middleware())
+			serverIn, clientOut := io.Pipe()
+			clientIn, serverOut := io.Pipe()
+			served := make(chan error, 1)
+			go func() {
+				served <- jsonrpc.Serve(context.Background(), serverIn, serverOut, mux)
+				serverOut.Close()
+			}()
+			_, err := io.WriteString(clientOut, `{"jsonrpc":"2.0","id":7,"method":"wait","params":{}}`+"\n")
+			require.NoError(t, err)
+			if tc.cancel {
+				<-started
+				_, err = io.WriteString(clientOut, `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}`+"\n")
+				require.NoError(t, err)
+			}
+			line, err := bufio.NewReader(clientIn).ReadBytes('\n')
+			require.NoError(t, err)
+			clientOut.Close()
+			require.NoError(t, <-served)
+
+			var resp struct{ Error jsonrpc.Error }
+			require.NoError(t, json.Unmarshal(line, &resp))
+			assert.Equal(t, tc.wantCode, strconv.Itoa(int(resp.Error.Code)), "the code answered")
+			a := attrs(tel.span(t, trace.SpanKindServer, "wait").Attributes)
+			assert.Equal(t, tc.wantCode, a["rpc.response.status_code"])
+			assert.Equal(t, tc.wantType, a["error.type"])
 		})
 	}
 }
