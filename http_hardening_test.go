@@ -691,3 +691,39 @@ func TestHTTPClientNotWrittenNotRun(t *testing.T) {
 		assert.True(t, jsonrpc.MayHaveRun(err), "%v", err)
 	})
 }
+
+// An error answer with a call's id, sent for a batch as a lone object
+// rather than in an array, is that call's answer alone: the other calls
+// got none and may have run. One with a null id is for the whole batch.
+func TestHTTPClientBatchLoneError(t *testing.T) {
+	checkLeaks(t)
+	for _, nullID := range []bool{false, true} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var reqs []struct{ ID json.RawMessage }
+			if err := json.NewDecoder(r.Body).Decode(&reqs); err != nil || len(reqs) != 2 {
+				http.Error(w, "not a batch of two", http.StatusBadRequest)
+				return
+			}
+			id := string(reqs[0].ID)
+			if nullID {
+				id = "null"
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, id)
+		}))
+		tr := &http.Transport{}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		a, b := &jsonrpc.BatchCall{Method: "a"}, &jsonrpc.BatchCall{Method: "b"}
+		_ = c.Batch(t.Context(), a, b)
+		tr.CloseIdleConnections()
+		ts.Close()
+		assert.ErrorIs(t, a.Err, jsonrpc.ErrMethodNotFound, "null id %v: a", nullID)
+		if nullID {
+			assert.ErrorIs(t, b.Err, jsonrpc.ErrMethodNotFound, "null id: b")
+			continue
+		}
+		assert.NotErrorIs(t, b.Err, jsonrpc.ErrMethodNotFound, "b got no answer")
+		assert.Error(t, b.Err)
+		assert.True(t, jsonrpc.MayHaveRun(b.Err), "b got no answer: it may have run")
+	}
+}

@@ -319,12 +319,14 @@ func (c *HTTPClient) exchangeBatch(ctx context.Context, b *outBatch, header http
 			if c.note(e) {
 				return true, nil
 			}
-			// A single error answer, such as a Parse error, for the
-			// whole batch.
-			if r, why := e.response(); why == "" && r.Error != nil {
+			// A single error answer with a null id, such as a Parse
+			// error, is for the whole batch; one with an id, the
+			// answer to that call alone, outside the array.
+			if r, why := e.response(); why == "" && r.Error != nil && string(e.id) == "null" {
 				b.expect(r.Error)
 				return false, r.Error
 			}
+			b.match([]envelope{*e})
 		case lineBatch:
 			b.match(batch)
 			return false, nil
