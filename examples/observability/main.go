@@ -8,6 +8,13 @@
 //	curl -s -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}' localhost:8080/
 //	curl -s localhost:8080/metrics | grep rpc_server_call_duration
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run .
+//
+// The TCP socket serves at most 1,024 connections at once (maxConns) and
+// closes one that stays idle for 2 minutes (idleTimeout), so idle clients
+// cannot keep the others out for ever. On SIGINT (Ctrl-C) or SIGTERM the
+// server stops accepting and lets the calls in flight, on HTTP and on the
+// socket, finish for 5 seconds at most before it exits; a second signal
+// ends it at once.
 package main
 
 import (
@@ -21,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
@@ -65,13 +73,41 @@ func newTracerProvider(ctx context.Context, stdout io.Writer) (*sdktrace.TracerP
 	return sdktrace.NewTracerProvider(), "spans dropped", nil
 }
 
+// The bounds of the TCP socket, as SECURITY.md advises for
+// ServeListener: the connections served at once (the next waits in the
+// kernel's backlog), and how long one may stay idle before it is closed.
+const (
+	maxConns    = 1024
+	idleTimeout = 2 * time.Minute
+)
+
 // newMux returns the example's methods, traced and measured by tel.
 func newMux(tel *jsonrpcotel.Telemetry) *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
-	mux.Handle("add", jsonrpc.Func(func(_ context.Context, p [2]int) (int, error) { return p[0] + p[1], nil }))
+	mux.Handle("add", jsonrpc.Func(add))
 	mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) { return req.Params, nil }))
 	mux.Use(tel.Middleware()) // unknown methods pass through it too
 	return mux
+}
+
+// add returns the sum of p's two numbers, or an invalid-params error if
+// it does not fit in an int.
+func add(_ context.Context, p [2]int) (int, error) {
+	sum := p[0] + p[1]
+	if p[1] > 0 && sum < p[0] || p[1] < 0 && sum > p[0] {
+		return 0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "%d + %d overflows", p[0], p[1])
+	}
+	return sum, nil
+}
+
+// newServer returns the server of the example's HTTP endpoint and TCP
+// socket, which serves h.
+func newServer(h jsonrpc.Handler) *jsonrpc.Server {
+	return &jsonrpc.Server{
+		Options:     jsonrpc.Options{Handler: h},
+		MaxConns:    maxConns,
+		IdleTimeout: idleTimeout,
+	}
 }
 
 func main() {
@@ -79,7 +115,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:7000", "serve newline-delimited JSON-RPC on the TCP `addr` (empty: none)")
 	spans := flag.Bool("spans", true, "print each span to stdout when no OTLP endpoint is set in the environment")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	var stdout io.Writer
@@ -105,15 +141,17 @@ func main() {
 		jsonrpcotel.WithPropagators(propagation.TraceContext{}),
 		jsonrpcotel.WithMetaPropagation(),
 	)
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux(tel)}}
+	srv := newServer(newMux(tel))
 
 	if *listen != "" {
 		l, err := net.Listen("tcp", *listen)
 		if err != nil {
 			log.Fatal(err)
 		}
+		// Not under ctx, which would cut the connections at once on a
+		// signal: srv.Shutdown below ends them, once their calls finish.
 		go func() {
-			if err := srv.ServeListener(ctx, l); err != nil && !errors.Is(err, jsonrpc.ErrServerClosed) && ctx.Err() == nil {
+			if err := srv.ServeListener(context.Background(), l); err != nil && !errors.Is(err, jsonrpc.ErrServerClosed) {
 				log.Print(err)
 			}
 		}()
@@ -132,7 +170,9 @@ func main() {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
 		stop() // a second Ctrl-C ends the process at once
 		// Let the work in flight finish for 5 seconds at most, then
@@ -150,4 +190,5 @@ func main() {
 	if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		log.Fatal(err)
 	}
+	<-stopped // ListenAndServe returns as Shutdown begins, not as it ends
 }

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
 	jsonrpcotel "github.com/ndjsonrpc/jsonrpc/otel"
@@ -147,4 +152,97 @@ func TestStdoutWithoutOTLP(t *testing.T) {
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":3}`, out.String())
 	assert.Contains(t, stdout.String(), `"Name": "add"`)
 	assert.Contains(t, stdout.String(), `"Value": "jsonrpc"`)
+}
+
+// TestAddOverflow checks that add refuses a sum that does not fit in an
+// int, rather than answering a wrapped one.
+func TestAddOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, want string
+	}{
+		{"fits", `[9223372036854775806,1]`, `{"jsonrpc":"2.0","id":1,"result":9223372036854775807}`},
+		{"negative fits", `[-9223372036854775807,-1]`, `{"jsonrpc":"2.0","id":1,"result":-9223372036854775808}`},
+		{"over", `[9223372036854775807,1]`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"9223372036854775807 + 1 overflows"}}`},
+		{"under", `[-9223372036854775808,-1]`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"-9223372036854775808 + -1 overflows"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			srv := newServer(newMux(jsonrpcotel.New()))
+			in := `{"jsonrpc":"2.0","id":1,"method":"add","params":` + tc.params + "}\n"
+			require.NoError(t, srv.Serve(t.Context(), strings.NewReader(in), &out))
+			assert.JSONEq(t, tc.want, out.String())
+		})
+	}
+}
+
+// pipeListener is a net.Listener whose connections are net.Pipe pairs,
+// made by dial.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener(backlog int) *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn, backlog), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial returns the client's end of a new connection, whose server's end
+// waits to be accepted.
+func (l *pipeListener) dial() net.Conn {
+	c, s := net.Pipe()
+	l.conns <- s
+	return c
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// TestIdleConnectionsLeave fills every connection slot of the example's
+// TCP server with connections that send nothing, and checks that a call
+// on one more connection is answered once the idle ones are closed,
+// rather than waiting behind them for ever.
+func TestIdleConnectionsLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(newMux(jsonrpcotel.New()))
+		l := newPipeListener(maxConns + 1)
+		served := make(chan error, 1)
+		go func() { served <- srv.ServeListener(t.Context(), l) }()
+		var idle []net.Conn
+		for range maxConns {
+			idle = append(idle, l.dial())
+		}
+		c := l.dial()
+		go fmt.Fprintf(c, `{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}`+"\n")
+		// Long after idleTimeout, in the bubble's time: a server without
+		// one fails here instead of waiting for ever.
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Hour)))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":3}`, line)
+
+		for _, c := range append(idle, c) {
+			_ = c.Close()
+		}
+		require.NoError(t, srv.Close())
+		require.ErrorIs(t, <-served, jsonrpc.ErrServerClosed)
+	})
 }

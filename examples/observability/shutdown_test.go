@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,4 +58,85 @@ func TestInterruptWithAClientThatDoesNotRead(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("the example still runs 40 s after an interrupt, with a client that does not read")
 	}
+}
+
+// TestSignalLetsAnswersFinish runs the example, calls echo with a large
+// answer over the TCP socket or over HTTP, and signals the process once
+// the answer has begun: the answer must arrive whole, since the calls in
+// flight get 5 s to finish, and the process must then exit.
+func TestSignalLetsAnswersFinish(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "observability")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	pad := strings.Repeat("x", 16<<20) // more than the sockets' buffers hold
+	call := `{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + pad + `"]}`
+	answer := `{"jsonrpc":"2.0","id":1,"result":["` + pad + `"]}`
+	for _, tc := range []struct {
+		name string
+		http bool
+		sig  os.Signal
+	}{
+		{"tcp/SIGINT", false, os.Interrupt},
+		{"tcp/SIGTERM", false, syscall.SIGTERM},
+		{"http/SIGINT", true, os.Interrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			httpAddr, tcpAddr := freeAddr(t), freeAddr(t)
+			cmd := exec.Command(bin, "-http", httpAddr, "-listen", tcpAddr, "-spans=false")
+			require.NoError(t, cmd.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			defer func() {
+				_ = cmd.Process.Kill()
+				<-exited
+			}()
+			addr := tcpAddr
+			if tc.http {
+				addr = httpAddr
+			}
+			var c net.Conn
+			for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+				if c, err = net.Dial("tcp", addr); err == nil {
+					break
+				}
+				require.Less(t, time.Since(start), 20*time.Second, "the example did not listen: %v", err)
+			}
+			defer func() { _ = c.Close() }()
+			if tc.http {
+				_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(call), call)
+			} else {
+				_, err = fmt.Fprintf(c, "%s\n", call)
+			}
+			require.NoError(t, err)
+			require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Second)))
+			r := bufio.NewReaderSize(c, 64<<10)
+			_, err = r.Peek(1) // the answer has begun
+			require.NoError(t, err)
+
+			require.NoError(t, cmd.Process.Signal(tc.sig))
+			if tc.http {
+				resp, err := http.ReadResponse(r, nil)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				r = bufio.NewReader(resp.Body)
+			}
+			line, err := r.ReadString('\n')
+			assert.NoError(t, err)
+			assert.Equal(t, len(answer)+1, len(line), "bytes of the answer in flight")
+			select {
+			case err := <-exited:
+				exited <- err // for the deferred Kill
+			case <-time.After(20 * time.Second):
+				t.Fatal("the example still runs 20 s after the signal")
+			}
+		})
+	}
+}
+
+// freeAddr returns a loopback address with a port free to listen on.
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
 }
