@@ -4,6 +4,10 @@
 // summary and an example call for each method (the documented error for
 // those that always fail).
 //
+// The example refuses a "count" or "progress" of more than 1,000 items
+// (maxItems) with -32602, and its document says so: the methods of
+// cmd/jsonrpc-demo loop as far as they are asked.
+//
 // It serves its standard input and output until they end:
 //
 //	echo '{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}' | go run .
@@ -11,7 +15,9 @@
 // With -http ADDR it serves JSON-RPC over HTTP POST at the path / of the
 // TCP address ADDR instead, prints its URL on standard output once it
 // listens (ADDR may name port 0), lists that URL under "servers" in the
-// document, and stops on SIGINT or SIGTERM:
+// document, and stops on SIGINT or SIGTERM. Its http.Server has the
+// timeouts that SECURITY.md asks of an HTTP endpoint, so a client that
+// sends slowly, or does not read its answer, is cut off:
 //
 //	go run . -http 127.0.0.1:8545
 //	npx @open-rpc/test-coverage -s http://127.0.0.1:8545/ ... # or the playground at playground.open-rpc.org
@@ -44,11 +50,64 @@ func main() {
 	}
 }
 
-func run(httpAddr string) error {
+// maxItems is the most items that "count" streams and the most
+// notifications that "progress" sends.
+const maxItems = 1000
+
+// newMux returns the demo's methods, with count and progress bounded by
+// maxItems, and rpc.discover answered with their document for servers.
+func newMux(servers []openrpc.Server) *jsonrpc.Mux {
 	mux := demo.NewMux()
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	mux.Use(bounded, document(servers).Middleware())
+	return mux
+}
+
+// bounded is middleware that refuses a call of count or progress for more
+// than maxItems items, before the demo's handler loops over them. It
+// decodes the params as the handler does, with the same adapter.
+func bounded(next jsonrpc.Handler) jsonrpc.Handler {
+	check := func(method string, n int) error {
+		if n > maxItems {
+			return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s of %d, over %d", method, n, maxItems)
+		}
+		return nil
+	}
+	checks := map[string]jsonrpc.Handler{
+		demo.Count.Name(): jsonrpc.Func(func(_ context.Context, p demo.CountParams) (any, error) {
+			return nil, check("count", p.N)
+		}),
+		demo.Progress.Name(): jsonrpc.Func(func(_ context.Context, p demo.ProgressParams) (any, error) {
+			return nil, check("progress", p.Count)
+		}),
+	}
+	return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		if h, ok := checks[req.Method]; ok {
+			if _, err := h.ServeJSONRPC(ctx, req); err != nil {
+				return nil, err
+			}
+		}
+		return next.ServeJSONRPC(ctx, req)
+	})
+}
+
+// newHTTPServer returns the HTTP server of -http, serving h at /, with
+// the bounds SECURITY.md asks of an HTTP endpoint.
+func newHTTPServer(h http.Handler) *http.Server {
+	hm := http.NewServeMux()
+	hm.Handle("/{$}", h) // POST only: the Server answers other methods 405
+	return &http.Server{
+		Handler:           hm,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+func run(httpAddr string) error {
 	if httpAddr == "" {
-		mux.Use(document(nil).Middleware())
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux(nil)}}
 		return srv.Serve(context.Background(), os.Stdin, os.Stdout)
 	}
 	l, err := net.Listen("tcp", httpAddr)
@@ -56,10 +115,8 @@ func run(httpAddr string) error {
 		return err
 	}
 	url := "http://" + l.Addr().String() + "/"
-	mux.Use(document([]openrpc.Server{{Name: "demo", URL: url}}).Middleware())
-	hm := http.NewServeMux()
-	hm.Handle("/{$}", srv) // POST only: the Server answers other methods 405
-	hs := &http.Server{Handler: hm, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: newMux([]openrpc.Server{{Name: "demo", URL: url}})}}
+	hs := newHTTPServer(srv)
 	if _, err := fmt.Println(url); err != nil {
 		l.Close()
 		return err
@@ -86,6 +143,9 @@ func document(servers []openrpc.Server) *openrpc.Document {
 	number := openrpc.SchemaFor[float64]()
 	anyValue := openrpc.SchemaFor[json.RawMessage]()
 	internal := []openrpc.Error{{Code: jsonrpc.CodeInternalError, Message: "Internal error"}}
+	invalid := []openrpc.Error{{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params"}}
+	items := openrpc.SchemaFor[int]() // a count of items, up to maxItems
+	items.Maximum = new(float64(maxItems))
 	return &openrpc.Document{
 		Info: openrpc.Info{
 			Title:       "jsonrpc-demo",
@@ -128,12 +188,16 @@ func document(servers []openrpc.Server) *openrpc.Document {
 			}),
 			openrpc.Describe(demo.Progress, openrpc.Method{
 				Summary:     "Sends count \"progress\" notifications, then answers \"done\".",
-				Description: "Each notification has params {\"done\": i, \"total\": count}; over HTTP they come only when the request accepts text/event-stream.",
+				Description: "Each notification has params {\"done\": i, \"total\": count}; over HTTP they come only when the request accepts text/event-stream. A count over 1000 is refused.",
+				Params:      []openrpc.ContentDescriptor{{Name: "count", Required: true, Schema: items}},
+				Errors:      invalid,
 				Examples:    []openrpc.Example{{Name: "two steps", Params: openrpc.Values(2), Result: openrpc.Value("done")}},
 			}),
 			openrpc.DescribeStream(demo.Count, openrpc.Method{
 				Summary:     "Streams {\"index\": i} for i from 0 to n-1, then answers n.",
-				Description: "Over HTTP the items come only when the request accepts text/event-stream.",
+				Description: "Over HTTP the items come only when the request accepts text/event-stream. An n over 1000 is refused.",
+				Params:      []openrpc.ContentDescriptor{{Name: "n", Required: true, Schema: items}},
+				Errors:      invalid,
 				Examples:    []openrpc.Example{{Name: "three items", Params: openrpc.Values(3), Result: openrpc.Value(3)}},
 			}),
 			openrpc.Describe(demo.Sleep, openrpc.Method{
