@@ -40,6 +40,17 @@
 // no answer. A message is at most 1 MiB (maxMessageSize), and the answer
 // to notes fits in one even if every byte of the notes is written \u00XX.
 //
+// The server serves at most 256 WebSocket connections at once (maxConns),
+// and refuses more with HTTP 503. Each connection reads a message into a
+// buffer of its own, which grows to 64 KiB (maxIdleBuffer) freely; past
+// that, the connections share 64 MiB (maxReadMemory) for the messages
+// they are reading, and a message that finds no room left is dropped as
+// it arrives and answered with -32600, as one over maxMessageSize is. So
+// the messages being read hold at most 80 MiB, besides what package
+// jsonrpc holds within its MaxMemory.
+//
+// "add" refuses with -32602 a sum that does not fit in an int.
+//
 // Usage:
 //
 //	go run . [-addr 127.0.0.1:8080]
@@ -81,6 +92,13 @@ var pageFiles embed.FS
 // drops a longer message as it arrives, without holding it whole, and the
 // server answers it.
 const maxMessageSize = 1 << 20
+
+// maxConns is the most WebSocket connections served at once, and
+// maxReadMemory the bytes their read buffers share past maxIdleBuffer.
+const (
+	maxConns      = 256
+	maxReadMemory = 64 << 20
+)
 
 // What a connection keeps of its notes is bounded in bytes and in count,
 // however many the peer sends: at most maxNotes notes and maxNotesSize
@@ -130,7 +148,11 @@ func sessionFrom(ctx context.Context) *session {
 func newMux(logger *slog.Logger) *jsonrpc.Mux {
 	mux := new(jsonrpc.Mux)
 	mux.Handle("add", jsonrpc.Func(func(ctx context.Context, p [2]int) (int, error) {
-		return p[0] + p[1], nil
+		sum := p[0] + p[1]
+		if p[1] > 0 && sum < p[0] || p[1] < 0 && sum > p[0] {
+			return 0, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "%d + %d overflows", p[0], p[1])
+		}
+		return sum, nil
 	}))
 	mux.HandleFunc("echo", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
 		return req.Params, nil
@@ -194,15 +216,25 @@ func newRPCServer(logger *slog.Logger) *jsonrpc.Server {
 }
 
 // newHandler returns the HTTP handler of the example: the page at / and
-// JSON-RPC over WebSocket at /rpc, served by rpc.
+// JSON-RPC over WebSocket at /rpc, served by rpc, on at most maxConns
+// connections at once, whose read buffers share maxReadMemory.
 func newHandler(rpc *jsonrpc.Server, logger *slog.Logger) http.Handler {
 	page, err := fs.Sub(pageFiles, "page")
 	if err != nil {
 		panic(err)
 	}
+	conns := make(chan struct{}, maxConns)
+	mem := newBudget(maxReadMemory)
 	mux := http.NewServeMux()
 	mux.Handle("GET /", http.FileServerFS(page))
 	mux.HandleFunc("GET /rpc", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case conns <- struct{}{}:
+			defer func() { <-conns }()
+		default:
+			http.Error(w, "too many connections", http.StatusServiceUnavailable)
+			return
+		}
 		// Accept refuses a request whose Origin is not the page's own
 		// host, so that another site's page cannot call the server with
 		// its visitors' browsers; AcceptOptions.OriginPatterns lets more
@@ -212,7 +244,7 @@ func newHandler(rpc *jsonrpc.Server, logger *slog.Logger) http.Handler {
 			logger.Debug("websocket accept", "remote", r.RemoteAddr, "err", err)
 			return
 		}
-		t := newTransport(context.WithValue(r.Context(), sessionKey{}, &session{remote: r.RemoteAddr}), c, maxMessageSize)
+		t := newTransport(context.WithValue(r.Context(), sessionKey{}, &session{remote: r.RemoteAddr}), c, maxMessageSize, mem)
 		// At the end of its input ServeTransport waits for the handlers
 		// in flight, however long they take. Here the end of the input
 		// means that the peer has gone, so it runs under the

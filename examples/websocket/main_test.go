@@ -75,7 +75,7 @@ func (s *server) client(t *testing.T, whoami jsonrpc.Handler) *jsonrpc.Conn {
 // clientTransport is client, and also returns the client's transport.
 func (s *server) clientTransport(t *testing.T, whoami jsonrpc.Handler) (*jsonrpc.Conn, *transport) {
 	t.Helper()
-	tr := newTransport(context.Background(), s.dial(t), maxMessageSize)
+	tr := newTransport(context.Background(), s.dial(t), maxMessageSize, nil)
 	mux := new(jsonrpc.Mux)
 	if whoami != nil {
 		mux.Handle("whoami", whoami)
@@ -495,4 +495,87 @@ func liveHeap() uint64 {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(sample)
 	return sample[0].Value.Uint64()
+}
+
+// TestAddOverflow checks that add refuses a sum that does not fit in an
+// int, rather than answering a wrapped one.
+func TestAddOverflow(t *testing.T) {
+	s := startServer(t)
+	c := s.dial(t)
+	for _, tc := range []struct {
+		name, params, want string
+	}{
+		{"fits", `[9223372036854775806,1]`, `{"jsonrpc":"2.0","id":1,"result":9223372036854775807}`},
+		{"over", `[9223372036854775807,1]`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"9223372036854775807 + 1 overflows"}}`},
+		{"under", `[-9223372036854775808,-1]`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"-9223372036854775808 + -1 overflows"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := exchange(t, c, `{"jsonrpc":"2.0","id":1,"method":"add","params":`+tc.params+`}`)
+			assert.JSONEq(t, tc.want, got)
+		})
+	}
+}
+
+// TestConnectionsBounded opens maxConns connections: the next one is
+// refused with 503, and one is accepted again once a connection ends.
+func TestConnectionsBounded(t *testing.T) {
+	s := startServer(t)
+	var conns []*websocket.Conn
+	for range maxConns {
+		conns = append(conns, s.dial(t))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, s.url, nil)
+	require.Error(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+
+	require.NoError(t, conns[0].Close(websocket.StatusNormalClosure, ""))
+	for {
+		c, _, err := websocket.Dial(ctx, s.url, nil)
+		if err == nil {
+			c.CloseNow()
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no connection accepted after one ended: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestReadMemoryBounded opens 120 connections, each in the middle of a
+// message of maxMessageSize that it never finishes: the server's live heap
+// grows by no more than the read buffers' bounds, maxReadMemory and
+// maxIdleBuffer a connection, and some slack.
+func TestReadMemoryBounded(t *testing.T) {
+	s := startServer(t)
+	const n = 120
+	chunk := []byte(strings.Repeat("x", 32<<10))
+	before := liveHeap()
+	for range n {
+		c := s.dial(t)
+		go func() { // read and drop the answers, so that writing goes on
+			for {
+				if _, _, err := c.Read(context.Background()); err != nil {
+					return
+				}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+		w, err := c.Writer(ctx, websocket.MessageText)
+		require.NoError(t, err)
+		for sent := 0; sent+len(chunk) <= maxMessageSize; sent += len(chunk) {
+			_, err := w.Write(chunk)
+			require.NoError(t, err)
+		}
+		cancel()
+	}
+	time.Sleep(time.Second) // let the server read what was sent
+	grown := int64(liveHeap()) - int64(before)
+	t.Logf("%d connections in the middle of a message: live heap grew by %d MiB", n, grown>>20)
+	bound := int64(maxReadMemory + n*maxIdleBuffer + 16<<20)
+	assert.Less(t, grown, bound, "live heap growth in bytes")
 }

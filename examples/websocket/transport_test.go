@@ -30,7 +30,7 @@ func pair(t *testing.T, limit int) (*transport, *websocket.Conn) {
 		if err != nil {
 			return
 		}
-		accepted <- newTransport(context.Background(), c, limit)
+		accepted <- newTransport(context.Background(), c, limit, nil)
 		<-release
 	}))
 	t.Cleanup(hs.Close)
@@ -87,4 +87,36 @@ func TestTransportWrite(t *testing.T) {
 	for _, want := range msgs {
 		assert.Equal(t, want, receive(t, c))
 	}
+}
+
+// TestTransportReadBudget reads messages whose buffer grows past
+// maxIdleBuffer with a budget of 128 KiB: one that fits is read, one
+// that does not is dropped and reported as too large, and the next is
+// read; the budget is whole again once the transport is closed.
+func TestTransportReadBudget(t *testing.T) {
+	tr, c := pair(t, 1<<20)
+	mem := newBudget(128 << 10)
+	tr.mem = mem
+	large := strings.Repeat("a", 150<<10) // a buffer of 256 KiB, 192 KiB past maxIdleBuffer: over the budget
+	small := strings.Repeat("b", 100<<10) // a buffer of 128 KiB, 64 KiB past maxIdleBuffer
+	for _, msg := range []string{small, large, small, "c"} {
+		send(t, c, msg)
+	}
+	for _, want := range []string{small, "too large", small, "c"} {
+		got, err := tr.ReadMessage()
+		if want == "too large" {
+			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+	assert.Equal(t, 128<<10, mem.free, "a small message holds nothing of the budget")
+	send(t, c, small)
+	_, err := tr.ReadMessage()
+	require.NoError(t, err)
+	assert.Equal(t, 64<<10, mem.free, "the last message read holds its buffer")
+	c.CloseNow()
+	_ = tr.Close() // the peer has gone: its error says so
+	assert.Equal(t, 128<<10, mem.free, "all given back")
 }
