@@ -727,3 +727,42 @@ func TestHTTPClientBatchLoneError(t *testing.T) {
 		assert.True(t, jsonrpc.MayHaveRun(b.Err), "b got no answer: it may have run")
 	}
 }
+
+// The lines of server-sent events end with "\r\n", "\n" or a lone "\r",
+// in any mix, also when a "\r\n" is split between two writes: the client
+// reads the answer of each such stream, and a notification before it.
+func TestHTTPClientSSELineEndings(t *testing.T) {
+	checkLeaks(t)
+	for name, chunks := range map[string][]string{
+		"LF":         {"event: message\ndata: NOTE\n\ndata: ANSWER\n\n"},
+		"CRLF":       {"event: message\r\ndata: NOTE\r\n\r\ndata: ANSWER\r\n\r\n"},
+		"CR":         {"event: message\rdata: NOTE\r\rdata: ANSWER\r\r"},
+		"mixed":      {": hello\r\ndata: NOTE\r\n\rdata: ANSWER\n\r"},
+		"CRLF split": {"data: NOTE\r", "\n\r", "\ndata:", " ANSWER\r", "\n", "\r", "\n"},
+	} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct{ ID json.RawMessage }
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, c := range chunks {
+				c = strings.ReplaceAll(c, "NOTE", `{"jsonrpc":"2.0","method":"note","params":[1]}`)
+				c = strings.ReplaceAll(c, "ANSWER", `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":7}`)
+				_, _ = io.WriteString(w, c)
+				http.NewResponseController(w).Flush()
+			}
+		}))
+		tr := &http.Transport{}
+		var notes atomic.Int64
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}, OnNotify: func(*jsonrpc.Request) { notes.Add(1) }}
+		var n int
+		err := c.Call(t.Context(), "m", nil, &n)
+		tr.CloseIdleConnections()
+		ts.Close()
+		assert.NoError(t, err, name)
+		assert.Equal(t, 7, n, name)
+		assert.Equal(t, int64(1), notes.Load(), "%s: notifications", name)
+	}
+}

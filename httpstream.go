@@ -79,7 +79,49 @@ func (n *ndjsonReader) ReadMessage() ([]byte, error) {
 // that ends the stream.
 type sseReader struct {
 	lineScanner
-	data []byte
+	data    []byte
+	afterCR bool // the last line read ended with "\r": a "\n" next is part of its end
+}
+
+// readLine returns the next line of the event stream without its ending,
+// which is "\r\n", "\n" or "\r" there; a line over the limit is an
+// error. A "\n" after a line that ended with "\r" is read with the next
+// line, so that an event is handed over as soon as its blank line ends.
+func (s *sseReader) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		b, err := s.r.Peek(max(s.r.Buffered(), 1))
+		if len(b) == 0 {
+			if err == io.EOF && len(s.line) > 0 {
+				return s.line, nil
+			}
+			return nil, err
+		}
+		if s.afterCR {
+			s.afterCR = false
+			if b[0] == '\n' {
+				_, _ = s.r.Discard(1)
+				continue
+			}
+		}
+		end := bytes.IndexByte(b, '\n')
+		if end < 0 {
+			end = len(b)
+		}
+		if cr := bytes.IndexByte(b[:end], '\r'); cr >= 0 {
+			end = cr
+		}
+		s.line = append(s.line, b[:end]...)
+		if len(s.line) > s.max {
+			return nil, &tooLargeError{limit: s.max}
+		}
+		if end < len(b) {
+			s.afterCR = b[end] == '\r'
+			_, _ = s.r.Discard(end + 1)
+			return s.line, nil
+		}
+		_, _ = s.r.Discard(end)
+	}
 }
 
 // ReadMessage returns the data of the next event that is not blank.
