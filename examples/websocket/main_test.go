@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -578,4 +579,35 @@ func TestReadMemoryBounded(t *testing.T) {
 	t.Logf("%d connections in the middle of a message: live heap grew by %d MiB", n, grown>>20)
 	bound := int64(maxReadMemory + n*maxIdleBuffer + 16<<20)
 	assert.Less(t, grown, bound, "live heap growth in bytes")
+}
+
+// A client that notes the largest notes, then asks for them again and
+// again and never reads, makes the connection hold only a few answers:
+// each waits with its handler for room in the output, and a connection
+// runs maxInFlight handlers, not the library's default 64 (which held
+// some 50 MiB here).
+func TestUnreadAnswersBounded(t *testing.T) {
+	s := startServer(t)
+	before := liveHeap()
+	c := s.dial(t)
+	var sent atomic.Int64
+	go func() {
+		for i := range 100_000 {
+			msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"notes"}`, i)
+			if i < maxNotes {
+				msg = `{"jsonrpc":"2.0","method":"note","params":{"text":"` + strings.Repeat(`\u0001`, 1300) + `"}}`
+			}
+			if c.Write(t.Context(), websocket.MessageText, []byte(msg)) != nil {
+				return
+			}
+			sent.Add(1)
+		}
+	}()
+	for last := int64(-1); sent.Load() != last; { // until the writes block
+		last = sent.Load()
+		time.Sleep(time.Second)
+	}
+	grown := int64(liveHeap()) - int64(before)
+	t.Logf("%d messages sent; live heap grew by %d KiB", sent.Load(), grown>>10)
+	assert.Less(t, grown, int64(16<<20), "held for a client that never reads")
 }
