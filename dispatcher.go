@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"maps"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -48,13 +50,16 @@ func (m *Mux) missing() Handler {
 
 var _ Handler = (*Mux)(nil)
 
-// Handle registers h for method. It panics if method is empty or starts
+// Handle registers h for method. It panics if method is empty, is not
+// valid UTF-8 (no request could name it: JSON text is UTF-8) or starts
 // with "rpc." (which the specification reserves), if h is nil, or if
 // method already has a handler: each is a programming error.
 func (m *Mux) Handle(method string, h Handler) {
 	switch {
 	case method == "":
 		panic("jsonrpc: Mux.Handle: empty method name")
+	case !utf8.ValidString(method):
+		panic(fmt.Sprintf("jsonrpc: Mux.Handle: method name is not valid UTF-8: %q", method))
 	case strings.HasPrefix(method, "rpc."):
 		panic("jsonrpc: Mux.Handle: method names starting with \"rpc.\" are reserved: " + method)
 	case h == nil:

@@ -61,6 +61,7 @@ func TestMuxHandlePanics(t *testing.T) {
 		reg  func(m *jsonrpc.Mux)
 	}{
 		{"empty name", func(m *jsonrpc.Mux) { m.Handle("", constHandler(1)) }},
+		{"invalid UTF-8", func(m *jsonrpc.Mux) { m.Handle("bad\xff", constHandler(1)) }},
 		{"rpc. prefix", func(m *jsonrpc.Mux) { m.Handle("rpc.discover", constHandler(1)) }},
 		{"rpc. alone", func(m *jsonrpc.Mux) { m.Handle("rpc.", constHandler(1)) }},
 		{"nil handler", func(m *jsonrpc.Mux) { m.Handle("x", nil) }},
@@ -86,6 +87,7 @@ func TestMuxHandlePanics(t *testing.T) {
 		mux.Handle("RPC.x", constHandler(1))
 		mux.Handle("rpcx", constHandler(1))
 		mux.Handle("x.rpc.", constHandler(1))
+		mux.Handle("caf\u00e9", constHandler(1))
 	})
 }
 
