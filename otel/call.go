@@ -37,6 +37,7 @@ type call struct {
 	dur     metric.Float64Histogram // nil when not measured
 	start   time.Time
 	server  bool
+	notify  bool   // a notification, which gets no answer
 	method  string // as sent
 	unknown bool   // the server has no handler for method
 	// attrs are the attributes of both span and measurement, rpc.method
@@ -108,6 +109,9 @@ func (c *call) end(ctx context.Context, err error) {
 			}
 		}
 		code, typ, desc := classify(ctx, err, c.server)
+		if c.notify {
+			code = "" // nothing is answered: no status code
+		}
 		if code != "" {
 			c.attrs = append(c.attrs, semconv.RPCResponseStatusCode(code))
 		}

@@ -88,7 +88,7 @@ func (t *Telemetry) wrap(h jsonrpc.Handler, mux *jsonrpc.Mux) jsonrpc.Handler {
 // context for the handler.
 func (t *Telemetry) serverCall(ctx context.Context, req *jsonrpc.Request, unknown, tracing, measuring bool) (context.Context, *call) {
 	hr := jsonrpc.HTTPRequestFromContext(ctx)
-	c := &call{start: time.Now(), server: true, method: req.Method, unknown: unknown}
+	c := &call{start: time.Now(), server: true, notify: req.ID.IsZero(), method: req.Method, unknown: unknown}
 	c.attrs = t.attrs(req.Method, unknown, hr, false, "")
 	if measuring {
 		c.dur = t.serverDur

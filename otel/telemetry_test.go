@@ -2,6 +2,7 @@ package jsonrpcotel_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -591,4 +592,20 @@ func TestCancelledStatusCode(t *testing.T) {
 			assert.Equal(t, tc.wantType, a["error.type"])
 		})
 	}
+}
+
+// A notification whose handler fails gets no answer: its span and its
+// measurement say the error's type, and no status code.
+func TestFailedNotificationHasNoStatusCode(t *testing.T) {
+	tel := newTelemetry(t)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("fail", func(context.Context, *jsonrpc.Request) (any, error) { return nil, errBoom })
+	mux.Use(tel.with().Middleware())
+	in := `{"jsonrpc":"2.0","method":"fail"}` + "\n"
+	var out bytes.Buffer
+	require.NoError(t, jsonrpc.Serve(t.Context(), strings.NewReader(in), &out, mux))
+	assert.Empty(t, out.String(), "a notification is not answered")
+	a := attrs(tel.span(t, trace.SpanKindServer, "fail").Attributes)
+	assert.Equal(t, "*errors.errorString", a["error.type"])
+	assert.NotContains(t, a, "rpc.response.status_code")
 }
