@@ -27,7 +27,8 @@ const StreamNotification = "$/stream"
 // the params at their positions and of the result.
 //
 // Describe panics if a schema cannot be made for P or R (a channel, a
-// func, a cycle: see [jsonschema.For]), a programming error.
+// func, a map whose keys JSON cannot hold, a type that contains
+// itself), a programming error.
 func Describe[P, R any](m jsonrpc.Method[P, R], doc Method) Method {
 	fillParams(&doc, m.Name(), reflect.TypeFor[P]())
 	doc.Result = fillDescriptor(doc.Result, "result", reflect.TypeFor[R](), m.Name())
@@ -68,27 +69,22 @@ func DescribeNotification[P any](name string, doc Method) Method {
 	return doc
 }
 
-// SchemaFor returns the JSON Schema of T, as the descriptions use it:
-// made by [jsonschema.For], with any JSON value for a json.RawMessage.
-// It panics if T has no schema, as [Describe] does.
+// SchemaFor returns the JSON Schema of T, as the descriptions use it: the
+// schema of the JSON that encoding/json makes of a T.
+//
+// A struct is an object whose members follow encoding/json's field
+// rules, each required unless it is omitempty or omitzero or promoted
+// from an embedded pointer; a number, bool or string member with the
+// string option is a string. A nil pointer, slice or map is null. A
+// []byte is a base64 string, and a map with integer keys an object. A
+// type whose values have a MarshalText method and no MarshalJSON is a
+// string; one with a MarshalJSON method (other than time.Time, a
+// string), and a json.RawMessage, is any JSON value. Other types have
+// the schemas [jsonschema.ForType] gives them.
+//
+// SchemaFor panics if T has no schema, as [Describe] does.
 func SchemaFor[T any]() *jsonschema.Schema {
 	return schemaOf(reflect.TypeFor[T](), "SchemaFor")
-}
-
-// typeSchemas are the schemas of the types that jsonschema.For does not
-// know the JSON of.
-var typeSchemas = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage](): {}, // any JSON value
-}
-
-// schemaOf returns the schema of t, and panics, naming what it was for,
-// if there is none.
-func schemaOf(t reflect.Type, what string) *jsonschema.Schema {
-	s, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: typeSchemas})
-	if err != nil {
-		panic(fmt.Sprintf("openrpc: %s: %v", what, err))
-	}
-	return s
 }
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()

@@ -4,10 +4,11 @@
 //
 // The description of a method is made from its typed descriptor, a
 // [jsonrpc.Method] or [jsonrpc.StreamMethod]: the JSON Schemas of its
-// params and result are generated from the Go types by
-// github.com/google/jsonschema-go, and what the types cannot say (a
-// summary, examples, the names of positional params) is given in a
-// [Method] whose empty fields are filled:
+// params and result (github.com/google/jsonschema-go schemas) are made
+// from the Go types as encoding/json encodes them (see [SchemaFor]), and
+// what the types cannot say (a summary, examples, the names of
+// positional params) is given in a [Method] whose empty fields are
+// filled:
 //
 //	var Subtract = jsonrpc.NewMethod[[2]float64, float64]("subtract")
 //
@@ -30,7 +31,8 @@
 // How a method takes its params follows from the type P of its params:
 //   - a struct, or a pointer to one, is taken by name ("by-name"): one
 //     content descriptor per member, in the order of the fields, required
-//     unless the field is omitempty or omitzero;
+//     unless the field is omitempty or omitzero or promoted from an
+//     embedded pointer;
 //   - an array type [N]T is taken by position ("by-position"): N
 //     descriptors, named param0, param1, ... unless names are given;
 //   - a slice []T is taken by position, any number of T: one descriptor

@@ -1,0 +1,195 @@
+package openrpc_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/ndjsonrpc/jsonrpc/openrpc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type inner struct {
+	N string `json:"n"`
+	X int    `json:"x"`
+}
+
+type shadowed struct {
+	Count int `json:"n"` // shallower than inner's "n"
+	inner
+}
+
+type taggedEmbed struct {
+	inner `json:"inner"` // a member, not promoted
+}
+
+type pointerEmbed struct {
+	*inner
+	Y int `json:"y"`
+}
+
+type left struct{ A, B int }
+
+type right struct {
+	A int
+	B int `json:"B"`
+}
+
+// ambiguous has two A at the same depth, neither tagged (dropped), and
+// two B of which one is tagged (it wins).
+type ambiguous struct {
+	left
+	right
+}
+
+type twiceA struct{ inner }
+
+type twiceB struct{ inner }
+
+// twice has inner's fields twice at the same depth: neither is encoded.
+type twice struct {
+	twiceA
+	twiceB
+	Z int
+}
+
+// withInterface embeds interfaces: an exported one is a member.
+type withInterface struct {
+	fmt.Stringer
+	error
+	Q int
+}
+
+// Label is embedded in labeled, where it is a member named Label.
+type Label string
+
+type labeled struct {
+	Label
+	X int `json:"x"`
+}
+
+type quoted struct {
+	I  int       `json:"i,string"`
+	P  *int      `json:"p,string"`
+	B  bool      `json:"b,string"`
+	F  float64   `json:"f,string"`
+	S  string    `json:"s,string"`
+	T  time.Time `json:"t,string"` // a Marshaler ignores the option
+	No int       `json:"-"`
+	Om int       `json:"om,omitempty"`
+}
+
+// addressed has a MarshalText method that encoding/json calls only on
+// addressable values.
+type addressed struct{ V int }
+
+func (a *addressed) MarshalText() ([]byte, error) { return []byte("text"), nil }
+
+// point has its own MarshalJSON, which makes an array.
+type point struct{ X, Y int }
+
+func (p point) MarshalJSON() ([]byte, error) { return json.Marshal([2]int{p.X, p.Y}) }
+
+type withRaw struct {
+	R  json.RawMessage  `json:"r"`
+	RP *json.RawMessage `json:"rp"`
+}
+
+type keyed struct {
+	Ints  map[int]string     `json:"ints"`
+	Uints map[uint8]bool     `json:"uints"`
+	Addrs map[netip.Addr]int `json:"addrs"`
+}
+
+// schemaCase is a value and SchemaFor of its type.
+type schemaCase struct {
+	name   string
+	value  any
+	schema func() *jsonschema.Schema
+}
+
+func caseOf[T any](name string, v T) schemaCase {
+	return schemaCase{name: name, value: v, schema: openrpc.SchemaFor[T]}
+}
+
+// TestSchemaForMatchesEncoding checks that what encoding/json makes of
+// each value is valid under SchemaFor's schema of its type.
+func TestSchemaForMatchesEncoding(t *testing.T) {
+	raw := json.RawMessage(`{"any": [1]}`)
+	seven := 7
+	addr := netip.MustParseAddr("1.2.3.4")
+	for _, tc := range []schemaCase{
+		caseOf("shadowed field", shadowed{Count: 5, inner: inner{N: "a", X: 1}}),
+		caseOf("tagged embedded struct", taggedEmbed{inner{N: "a", X: 1}}),
+		caseOf("nil embedded pointer", pointerEmbed{Y: 1}),
+		caseOf("embedded pointer", pointerEmbed{inner: &inner{N: "a"}, Y: 1}),
+		caseOf("ambiguous fields", ambiguous{left{1, 2}, right{3, 4}}),
+		caseOf("same struct twice", twice{twiceA{inner{N: "a"}}, twiceB{inner{X: 1}}, 1}),
+		caseOf("embedded interfaces", withInterface{Q: 1}),
+		caseOf("embedded string", labeled{Label: "a", X: 1}),
+		caseOf("string option", quoted{I: 1, P: &seven, B: true, F: 1.5, S: "s", T: time.Unix(0, 0).UTC()}),
+		caseOf("string option, nil", quoted{Om: 1}),
+		caseOf("bytes", []byte("hi")),
+		caseOf("nil bytes", []byte(nil)),
+		caseOf("byte array", [2]byte{1, 2}),
+		caseOf("text marshaler", addr),
+		caseOf("pointer to text marshaler", &addr),
+		caseOf("pointer text marshaler", addressed{1}),
+		caseOf("addressable pointer text marshaler", []addressed{{1}}),
+		caseOf("json marshaler", point{1, 2}),
+		caseOf("json marshaler number", big.NewInt(42)),
+		caseOf("raw messages", withRaw{R: raw, RP: &raw}),
+		caseOf("null raw messages", withRaw{}),
+		caseOf("map keys", keyed{Ints: map[int]string{-1: "a"}, Uints: map[uint8]bool{2: true}, Addrs: map[netip.Addr]int{addr: 1}}),
+		caseOf("nil maps", keyed{}),
+		caseOf("nil slice", []int(nil)),
+		caseOf("nil pointer", (*inner)(nil)),
+		caseOf("any", []any{1, "a", nil}),
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.schema()
+			rs, err := s.Resolve(nil)
+			require.NoError(t, err)
+			b, err := json.Marshal(tc.value)
+			require.NoError(t, err)
+			var v any
+			require.NoError(t, json.Unmarshal(b, &v))
+			assert.NoError(t, rs.Validate(v), "%s under %s", b, jsonOf(t, s))
+		})
+	}
+}
+
+func TestSchemaForObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		schema *jsonschema.Schema
+		want   string
+	}{
+		{"shadowed field", openrpc.SchemaFor[shadowed](), `{"type": "object", "additionalProperties": false,
+			"properties": {"n": {"type": "integer"}, "x": {"type": "integer"}}, "required": ["n", "x"]}`},
+		{"nil embedded pointer", openrpc.SchemaFor[pointerEmbed](), `{"type": "object", "additionalProperties": false,
+			"properties": {"n": {"type": "string"}, "x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["y"]}`},
+		{"ambiguous fields", openrpc.SchemaFor[ambiguous](), `{"type": "object", "additionalProperties": false,
+			"properties": {"B": {"type": "integer"}}, "required": ["B"]}`},
+		{"bytes", openrpc.SchemaFor[[]byte](), `{"type": ["null", "string"], "contentEncoding": "base64"}`},
+		{"map keys", openrpc.SchemaFor[map[int]bool](), `{"type": ["null", "object"],
+			"propertyNames": {"pattern": "^-?[0-9]+$"}, "additionalProperties": {"type": "boolean"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.JSONEq(t, tc.want, jsonOf(t, tc.schema))
+		})
+	}
+}
+
+func TestSchemaForPanics(t *testing.T) {
+	type node struct {
+		Kids []node `json:"kids"`
+	}
+	assert.Panics(t, func() { openrpc.SchemaFor[node]() })
+	assert.Panics(t, func() { openrpc.SchemaFor[map[[2]int]bool]() })
+}
