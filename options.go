@@ -197,9 +197,11 @@ type Options struct {
 	// system may not notice for many minutes. Those calls then fail with
 	// an error wrapping [ErrClosed] that says so (they may have run, see
 	// [MayHaveRun]), and a [Redialer] dials again. Only the time during
-	// which calls wait counts, added up across calls: an idle connection
-	// is never ended by it, nor one whose peer sends anything at all.
-	// Zero means no limit; it costs nothing then, and next to nothing
+	// which calls wait counts, added up across calls, so that calls each
+	// given up sooner still add up to it (the connection may then end up
+	// to a quarter SilenceTimeout after the last of them gave up): idle
+	// time never counts, and anything at all from the peer starts the
+	// count again from zero. Zero means no limit; it costs nothing then, and next to nothing
 	// otherwise: a counter per read from the peer, a look at the clock
 	// each time calls start or stop waiting, and a timer that runs only
 	// while calls wait.

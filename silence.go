@@ -66,11 +66,11 @@ func (c *callTable) restSilence() {
 // silenceTick samples the reader's count of Reads. If the count has not
 // moved since the last sample and the reader waits in Read, the time
 // calls awaited answers since then adds to the quiet time; otherwise the
-// quiet time starts again from zero. Once it reaches SilenceTimeout while
-// calls await answers, the connection ends. Samples go on while calls
-// await answers: when none does, the watch rests until the next call,
-// keeping the quiet time, so that calls each given up before
-// SilenceTimeout still add up to it, and only the time they waited counts.
+// quiet time starts again from zero. Once it reaches SilenceTimeout, the
+// connection ends. Samples go on while calls await answers, and one more
+// after: then the watch rests until the next call, keeping the quiet
+// time, so that calls each given up before SilenceTimeout (or before a
+// sample) still add up to it, and only the time they waited counts.
 func (c *conn) silenceTick() {
 	c.pmu.Lock()
 	w := &c.silence
@@ -91,15 +91,15 @@ func (c *conn) silenceTick() {
 	} else {
 		w.quiet += waited
 	}
-	if c.awaiting.Load() == 0 {
-		w.watching = false
-		c.pmu.Unlock()
-		return
-	}
 	if w.quiet >= w.timeout {
 		w.watching = false
 		c.pmu.Unlock()
 		c.abort(&silenceError{timeout: w.timeout})
+		return
+	}
+	if c.awaiting.Load() == 0 {
+		w.watching = false
+		c.pmu.Unlock()
 		return
 	}
 	w.timer.Reset(max(w.timeout/silenceTicks, time.Millisecond))

@@ -145,6 +145,31 @@ func TestSilenceTimeout(t *testing.T) {
 			assert.GreaterOrEqual(t, waited, silence-d, "the calls' waiting in all when the connection ended")
 		})
 	})
+	t.Run("calls shorter than a sample add up", func(t *testing.T) {
+		// Each call is given up before the watch's first sample after
+		// it: their waiting still adds up, and ends the connection.
+		synctest.Test(t, func(t *testing.T) {
+			c := silentConn(t, silence, never)
+			const d = silence / 10
+			var waited time.Duration
+			for calls := 1; ; calls++ {
+				require.Less(t, calls, 30, "the connection was never ended")
+				ctx, cancel := context.WithTimeout(t.Context(), d)
+				s := time.Now()
+				err := c.Call(ctx, "echo", nil, nil)
+				waited += time.Since(s)
+				cancel()
+				if errors.Is(err, jsonrpc.ErrClosed) {
+					assert.Contains(t, err.Error(), "SilenceTimeout")
+					break
+				}
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				time.Sleep(time.Minute) // idle time between calls does not count
+			}
+			assert.GreaterOrEqual(t, waited, silence, "the calls' waiting in all when the connection ended")
+			assert.LessOrEqual(t, waited, silence+silence/4+d)
+		})
+	})
 	t.Run("a slow answer ends it, if nothing else came", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c := silentConn(t, silence, func(w net.Conn, id json.RawMessage) {
