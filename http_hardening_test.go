@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -674,6 +675,55 @@ func TestHTTPClientNotWrittenNotRun(t *testing.T) {
 		assert.False(t, jsonrpc.MayHaveRun(err), "%v", err)
 	})
 
+	t.Run("redirected to where nothing listens", func(t *testing.T) {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, refused, http.StatusTemporaryRedirect)
+		}))
+		defer ts.Close()
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		err := c.Call(t.Context(), "m", nil, nil)
+		assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+		assert.False(t, jsonrpc.MayHaveRun(err), "the hop that failed never connected: %v", err)
+	})
+
+	t.Run("http.DefaultTransport replaced", func(t *testing.T) {
+		// A RoundTripper of the program's, which reads the request
+		// whole (its server ran it) and says nothing of what it wrote.
+		rt := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			_, _ = io.Copy(io.Discard, req.Body)
+			return nil, errors.New("connection reset after the request was read")
+		})
+		old := http.DefaultTransport
+		http.DefaultTransport = rt
+		defer func() { http.DefaultTransport = old }()
+		for _, c := range []*jsonrpc.HTTPClient{{URL: "http://backend.invalid"}, {URL: "http://backend.invalid", HTTP: &http.Client{}}} {
+			err := c.Call(t.Context(), "m", nil, nil)
+			assert.True(t, jsonrpc.MayHaveRun(err), "HTTP %v: %v", c.HTTP, err)
+		}
+	})
+
+	t.Run("with the caller's own trace", func(t *testing.T) {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
+		}))
+		defer ts.Close()
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		var wrote atomic.Int64
+		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Add(1) },
+		})
+		for i := range 3 {
+			_ = c.Call(t.Context(), "m", nil, nil) // a trace of c's own, reused
+			_ = c.Call(ctx, "m", nil, nil)
+			assert.Equal(t, int64(i+1), wrote.Load(), "the caller's hook, once a call")
+		}
+	})
+
 	t.Run("written, then the connection breaks", func(t *testing.T) {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
@@ -766,3 +816,8 @@ func TestHTTPClientSSELineEndings(t *testing.T) {
 		assert.Equal(t, int64(1), notes.Load(), "%s: notifications", name)
 	}
 }
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

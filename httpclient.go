@@ -97,6 +97,7 @@ type HTTPClient struct {
 	MinBackoff, MaxBackoff time.Duration
 
 	ids       atomic.Int64
+	traces    sync.Pool // of *wroteTrace
 	chainOnce sync.Once
 	send      SendFunc // the chain of Interceptors, once built
 }
@@ -584,10 +585,15 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 		hc = http.DefaultClient
 	}
 	var w *wroteTrace
-	if _, std := hc.Transport.(*http.Transport); std || hc.Transport == nil {
-		// net/http's own Transport says when it has written a request.
-		w = new(wroteTrace)
-		w.trace.WroteRequest = w.wroteRequest
+	pooled := false
+	if reportsWrites(hc.Transport) {
+		// WithClientTrace changes the hooks of a trace to call those of
+		// a trace already in ctx as well: such a one is not reused.
+		if pooled = httptrace.ContextClientTrace(ctx) == nil; pooled {
+			w = c.wroteTrace()
+		} else {
+			w = newWroteTrace()
+		}
 		ctx = httptrace.WithClientTrace(ctx, &w.trace)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
@@ -617,11 +623,15 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 		req.Header.Set("Accept", accept)
 	}
 	resp, err := hc.Do(req)
+	traced, wrote := w != nil, w != nil && w.wrote.Load()
+	if pooled {
+		c.traces.Put(w)
+	}
 	if err != nil {
 		if cancel != nil {
 			cancel()
 		}
-		return exchange{}, transportFailed(parent, err, w)
+		return exchange{}, transportFailed(parent, err, traced, wrote)
 	}
 	x := exchange{resp: resp, cancel: cancel, eof: resp.ContentLength == 0}
 	switch resp.StatusCode {
@@ -642,16 +652,17 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 // transportFailed is the error of a request that net/http could not
 // complete: ctx's error if ctx has ended, otherwise an error wrapping
 // ErrClosed and err. Either is marked as sent if the whole request was
-// written, as w says, since the server may then have run it. Without w
-// (a RoundTripper of the caller's, which may not say what it wrote), it
-// is marked so unless no connection could be made.
-func transportFailed(ctx context.Context, err error, w *wroteTrace) error {
+// written, as wrote says when traced (see wroteTrace), since the server
+// may then have run it. Untraced (a RoundTripper of the caller's, which
+// may not say what it wrote), it is marked so unless no connection could
+// be made.
+func transportFailed(ctx context.Context, err error, traced, wrote bool) error {
 	ended := ctx.Err() != nil
 	if !ended {
 		err = &closedError{cause: err}
 	}
-	if w != nil {
-		if w.wrote.Load() {
+	if traced {
+		if wrote {
 			return sent(err)
 		}
 		return err
@@ -670,13 +681,51 @@ func transportFailed(ctx context.Context, err error, w *wroteTrace) error {
 	return sent(err)
 }
 
-// A wroteTrace learns from net/http whether a request was written whole:
-// until then, the server cannot have read it, and a failure leaves it not
-// run.
+// reportsWrites reports whether rt, an http.Client's Transport, is
+// net/http's own, which says when it has written a request (see
+// wroteTrace); nil stands for http.DefaultTransport, which a program may
+// have replaced.
+func reportsWrites(rt http.RoundTripper) bool {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	_, ok := rt.(*http.Transport)
+	return ok
+}
+
+// A wroteTrace learns from net/http whether a request was written whole
+// to the last connection it went to: until then, that server cannot have
+// read it, and a failure leaves it not run. Each hop of a redirect, and
+// each of net/http's own retries of a request it could not send, asks for
+// a connection anew, and starts again.
+//
+// An HTTPClient keeps them for reuse, their hooks set once. A hook that
+// net/http calls late, once the request it traced is over, can only mark
+// the next one written: that one then says it may have run, never that it
+// did not.
 type wroteTrace struct {
 	trace httptrace.ClientTrace
 	wrote atomic.Bool
 }
+
+func newWroteTrace() *wroteTrace {
+	w := new(wroteTrace)
+	w.trace.GetConn, w.trace.WroteRequest = w.getConn, w.wroteRequest
+	return w
+}
+
+// wroteTrace returns a wroteTrace to trace a request with, one of c's if
+// it has one to reuse.
+func (c *HTTPClient) wroteTrace() *wroteTrace {
+	w, _ := c.traces.Get().(*wroteTrace)
+	if w == nil {
+		return newWroteTrace()
+	}
+	w.wrote.Store(false)
+	return w
+}
+
+func (w *wroteTrace) getConn(string) { w.wrote.Store(false) }
 
 func (w *wroteTrace) wroteRequest(info httptrace.WroteRequestInfo) {
 	if info.Err == nil {
