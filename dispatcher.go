@@ -153,6 +153,10 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 			return nil, ErrMethodNotFound
 		}
 		ctx = context.WithValue(ctx, noHandlerKey{}, true) // for NoHandler
+	} else if NoHandler(ctx) {
+		// An outer Mux had none, and its middleware passed the
+		// request on to this one, which has.
+		ctx = context.WithValue(ctx, noHandlerKey{}, false)
 	}
 	return h.ServeJSONRPC(ctx, req)
 }

@@ -789,3 +789,59 @@ func TestNoHandler(t *testing.T) {
 	assert.Equal(t, []string{"known:false", "made.up:true"}, seen, "called directly")
 	assert.False(t, jsonrpc.NoHandler(t.Context()))
 }
+
+// NoHandler speaks of the dispatch nearest the handler: a Mux's
+// middleware that passes a request with no handler to a second Mux (a
+// fallback), directly or through an InProcess, or an InProcess that
+// serves a handler of its own, does not make the second say so.
+func TestNoHandlerNearestDispatch(t *testing.T) {
+	var seen []string
+	legacy := new(jsonrpc.Mux)
+	legacy.HandleFunc("old", func(context.Context, *jsonrpc.Request) (any, error) { return 1, nil })
+	legacy.Use(func(next jsonrpc.Handler) jsonrpc.Handler {
+		return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			seen = append(seen, fmt.Sprintf("legacy %s:%v", req.Method, jsonrpc.NoHandler(ctx)))
+			return next.ServeJSONRPC(ctx, req)
+		})
+	})
+	plain := &jsonrpc.InProcess{Handler: jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		seen = append(seen, fmt.Sprintf("plain %s:%v", req.Method, jsonrpc.NoHandler(ctx)))
+		return 2, nil
+	})}
+	for _, pass := range []string{"direct", "in process", "plain"} {
+		seen = nil
+		front := new(jsonrpc.Mux)
+		front.Use(func(next jsonrpc.Handler) jsonrpc.Handler {
+			return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+				seen = append(seen, fmt.Sprintf("front %s:%v", req.Method, jsonrpc.NoHandler(ctx)))
+				if !jsonrpc.NoHandler(ctx) {
+					return next.ServeJSONRPC(ctx, req)
+				}
+				var r any
+				var err error
+				switch pass {
+				case "direct":
+					return legacy.ServeJSONRPC(ctx, req)
+				case "in process":
+					err = (&jsonrpc.InProcess{Handler: legacy}).Call(ctx, req.Method, req.Params, &r)
+				default:
+					err = plain.Call(ctx, req.Method, req.Params, &r)
+				}
+				return r, err
+			})
+		})
+		want := []string{"front old:true", "legacy old:false"}
+		if pass == "plain" {
+			want[1] = "plain old:false"
+		}
+		var out bytes.Buffer
+		require.NoError(t, jsonrpc.Serve(t.Context(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"old"}`+"\n"), &out, front), pass)
+		assert.NotContains(t, out.String(), "error", pass)
+		assert.Equal(t, want, seen, "%s, front served by a connection", pass)
+
+		seen = nil
+		var r any
+		require.NoError(t, (&jsonrpc.InProcess{Handler: front}).Call(t.Context(), "old", nil, &r), pass)
+		assert.Equal(t, want, seen, "%s, front served in process", pass)
+	}
+}

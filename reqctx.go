@@ -120,8 +120,11 @@ func (rc *reqCtx) Err() error {
 // nearest cancellable context is an *int of package context's: that one
 // is looked up in the armed context, whose cause is the request's.
 func (rc *reqCtx) Value(key any) any {
-	if key == (senderKey{}) {
+	switch key {
+	case senderKey{}:
 		return rc
+	case noHandlerKey{}:
+		return rc.flags.Load()&flagNoHandler != 0 // this request's, whatever Serve's ctx says
 	}
 	if _, ok := key.(*int); ok {
 		return rc.arm().ctx.Value(key)
@@ -167,14 +170,14 @@ func RequestFromContext(ctx context.Context) *Request {
 // names, in metrics say, can use it to keep the names a peer makes up out
 // of its records, whatever middleware inside it answers.
 func NoHandler(ctx context.Context) bool {
-	if s, ok := ctx.Value(senderKey{}).(*reqCtx); ok && s.flags.Load()&flagNoHandler != 0 {
-		return true
-	}
-	return ctx.Value(noHandlerKey{}) != nil
+	no, _ := ctx.Value(noHandlerKey{}).(bool)
+	return no
 }
 
-// noHandlerKey marks the context of a request that Mux.ServeJSONRPC
-// passes through its middleware alone, where the context is not a reqCtx.
+// noHandlerKey is the context key of what NoHandler reports: a bool set
+// by the nearest dispatch of the request, by Mux.ServeJSONRPC (true, or
+// false over an outer dispatch's true) or by InProcess (false); a reqCtx
+// answers with its flagNoHandler.
 type noHandlerKey struct{}
 
 // senderKey is the context key under which a handler's context holds its
