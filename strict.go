@@ -509,6 +509,7 @@ func (c *checker) member(b []byte, i int) (int, *plan, *memberError) {
 					}
 					if f.keys == nil {
 						f.keys = make(map[any]struct{})
+						c.maps = true // for reset, which lets it go
 					}
 					f.keys[k] = struct{}{}
 					return skipWS(b, skipWS(b, end)+1), vp, nil

@@ -293,3 +293,18 @@ func TestDecodeResultDecodedMapKeys(t *testing.T) {
 	require.NoError(t, decodeResult([]byte(`{"::1":1,"::2":2}`), &m))
 	assert.Equal(t, map[netip.Addr]int{netip.MustParseAddr("::1"): 1, netip.MustParseAddr("::2"): 2}, m)
 }
+
+// A checker given back to its pool keeps none of the Go keys it decoded
+// to compare a map's keys (see decodedKey): reset lets their maps go.
+func TestCheckerResetLetsDecodedKeysGo(t *testing.T) {
+	var c checker
+	root := planFor(reflect.TypeFor[struct {
+		Deny map[netip.Addr]bool `json:"deny"`
+	}]())
+	require.NotNil(t, root)
+	require.Nil(t, c.check([]byte(`{"deny":{"::1":true,"::2":false}}`), root))
+	c.reset()
+	for i, f := range c.frames[:cap(c.frames)] {
+		assert.Nil(t, f.keys, "frame %d", i)
+	}
+}
