@@ -590,12 +590,11 @@ func TestHTTPClientNotWrittenNotRun(t *testing.T) {
 	require.NoError(t, err)
 	refused := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
+	hc := newTransportClient(t)
 	onNotify := func(*jsonrpc.Request) {}
 	for _, c := range []*jsonrpc.HTTPClient{
-		{URL: refused, HTTP: &http.Client{Transport: tr}},
-		{URL: refused, HTTP: &http.Client{Transport: tr}, OnNotify: onNotify},
+		{URL: refused, HTTP: hc},
+		{URL: refused, HTTP: hc, OnNotify: onNotify},
 	} {
 		err := c.Call(t.Context(), "m", nil, nil)
 		assert.ErrorIs(t, err, jsonrpc.ErrClosed, "refused, OnNotify %v", c.OnNotify != nil)
@@ -665,9 +664,7 @@ func TestHTTPClientNotWrittenNotRun(t *testing.T) {
 		ts.Config.ErrorLog = log.New(io.Discard, "", 0)
 		ts.StartTLS()
 		defer ts.Close()
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t)}
 		err := c.Call(t.Context(), "m", nil, nil)
 		assert.Error(t, err)
 		assert.Zero(t, hits.Load())
@@ -680,9 +677,7 @@ func TestHTTPClientNotWrittenNotRun(t *testing.T) {
 			http.Redirect(w, r, refused, http.StatusTemporaryRedirect)
 		}))
 		defer ts.Close()
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t)}
 		err := c.Call(t.Context(), "m", nil, nil)
 		assert.ErrorIs(t, err, jsonrpc.ErrClosed)
 		assert.False(t, jsonrpc.MayHaveRun(err), "the hop that failed never connected: %v", err)
@@ -710,9 +705,7 @@ func TestHTTPClientNotWrittenNotRun(t *testing.T) {
 			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
 		}))
 		defer ts.Close()
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t)}
 		var wrote atomic.Int64
 		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
 			WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Add(1) },
@@ -733,9 +726,7 @@ func TestHTTPClientNotWrittenNotRun(t *testing.T) {
 			}
 		}))
 		defer ts.Close()
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t)}
 		err := c.Call(t.Context(), "m", nil, nil)
 		assert.ErrorIs(t, err, jsonrpc.ErrClosed)
 		assert.True(t, jsonrpc.MayHaveRun(err), "%v", err)
@@ -761,11 +752,9 @@ func TestHTTPClientBatchLoneError(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, id)
 		}))
-		tr := &http.Transport{}
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t)}
 		a, b := &jsonrpc.BatchCall{Method: "a"}, &jsonrpc.BatchCall{Method: "b"}
 		_ = c.Batch(t.Context(), a, b)
-		tr.CloseIdleConnections()
 		ts.Close()
 		assert.ErrorIs(t, a.Err, jsonrpc.ErrMethodNotFound, "null id %v: a", nullID)
 		if nullID {
@@ -804,12 +793,10 @@ func TestHTTPClientSSELineEndings(t *testing.T) {
 				http.NewResponseController(w).Flush()
 			}
 		}))
-		tr := &http.Transport{}
 		var notes atomic.Int64
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: &http.Client{Transport: tr}, OnNotify: func(*jsonrpc.Request) { notes.Add(1) }}
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t), OnNotify: func(*jsonrpc.Request) { notes.Add(1) }}
 		var n int
 		err := c.Call(t.Context(), "m", nil, &n)
-		tr.CloseIdleConnections()
 		ts.Close()
 		assert.NoError(t, err, name)
 		assert.Equal(t, 7, n, name)

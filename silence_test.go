@@ -68,6 +68,16 @@ func silentConn(t *testing.T, timeout time.Duration, answer func(w net.Conn, id 
 
 func never(net.Conn, json.RawMessage) {}
 
+// timedCall calls echo on c, giving up after d, and returns how long it
+// waited and its error.
+func timedCall(t *testing.T, c *jsonrpc.Conn, d time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	start := time.Now()
+	err := c.Call(ctx, "echo", nil, nil)
+	return time.Since(start), err
+}
+
 func TestSilenceTimeout(t *testing.T) {
 	t.Run("a silent peer ends the connection", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -130,11 +140,8 @@ func TestSilenceTimeout(t *testing.T) {
 			start := time.Now()
 			for k := 0; ; k++ {
 				time.Sleep(time.Until(start.Add(time.Duration(k)*silence/4 - d/2)))
-				ctx, cancel := context.WithTimeout(t.Context(), d)
-				s := time.Now()
-				err := c.Call(ctx, "echo", nil, nil)
-				waited += time.Since(s)
-				cancel()
+				took, err := timedCall(t, c, d)
+				waited += took
 				if errors.Is(err, jsonrpc.ErrClosed) {
 					assert.Contains(t, err.Error(), "SilenceTimeout")
 					break
@@ -154,11 +161,8 @@ func TestSilenceTimeout(t *testing.T) {
 			var waited time.Duration
 			for calls := 1; ; calls++ {
 				require.Less(t, calls, 30, "the connection was never ended")
-				ctx, cancel := context.WithTimeout(t.Context(), d)
-				s := time.Now()
-				err := c.Call(ctx, "echo", nil, nil)
-				waited += time.Since(s)
-				cancel()
+				took, err := timedCall(t, c, d)
+				waited += took
 				if errors.Is(err, jsonrpc.ErrClosed) {
 					assert.Contains(t, err.Error(), "SilenceTimeout")
 					break

@@ -38,14 +38,7 @@ func TestInterruptWithAClientThatDoesNotRead(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}()
-	var c net.Conn
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if c, err = net.Dial("tcp", addr); err == nil {
-			break
-		}
-		require.Less(t, time.Since(start), 20*time.Second, "the example did not listen: %v", err)
-	}
-	defer func() { _ = c.Close() }()
+	c := dialListening(t, addr)
 	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + strings.Repeat("x", 16<<20) + `"]}`
 	_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	require.NoError(t, err)
@@ -94,14 +87,7 @@ func TestSignalLetsAnswersFinish(t *testing.T) {
 			if tc.http {
 				addr = httpAddr
 			}
-			var c net.Conn
-			for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-				if c, err = net.Dial("tcp", addr); err == nil {
-					break
-				}
-				require.Less(t, time.Since(start), 20*time.Second, "the example did not listen: %v", err)
-			}
-			defer func() { _ = c.Close() }()
+			c := dialListening(t, addr)
 			if tc.http {
 				_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(call), call)
 			} else {
@@ -139,4 +125,18 @@ func freeAddr(t *testing.T) string {
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// dialListening connects to addr once the example listens there, within
+// 20 seconds; the cleanup closes the connection.
+func dialListening(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}
+		require.Less(t, time.Since(start), 20*time.Second, "the example did not listen: %v", err)
+	}
 }
