@@ -237,7 +237,11 @@ func FuzzHTTPClientAnswer(f *testing.F) {
 		case 1:
 			ctype = "text/event-stream"
 			body = "data: " + note + "\n\n"
-			for line := range strings.SplitSeq(answer, "\n") {
+			// An event's lines end at CRLF, LF or a lone CR: each
+			// of them in the answer (whitespace, in valid JSON)
+			// starts a data line of its own.
+			lines := strings.ReplaceAll(strings.ReplaceAll(answer, "\r\n", "\n"), "\r", "\n")
+			for line := range strings.SplitSeq(lines, "\n") {
 				body += "data: " + line + "\r\n"
 			}
 			body += "\r\n"
