@@ -69,13 +69,21 @@ func silentConn(t *testing.T, timeout time.Duration, answer func(w net.Conn, id 
 func never(net.Conn, json.RawMessage) {}
 
 // timedCall calls echo on c, giving up after d, and returns how long it
-// waited and its error.
-func timedCall(t *testing.T, c *jsonrpc.Conn, d time.Duration) (time.Duration, error) {
+// waited and whether it found the connection ended by its SilenceTimeout;
+// a call that ends otherwise than so or at d fails the test.
+func timedCall(t *testing.T, c *jsonrpc.Conn, d time.Duration) (time.Duration, bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	start := time.Now()
 	err := c.Call(ctx, "echo", nil, nil)
-	return time.Since(start), err
+	took := time.Since(start)
+	if errors.Is(err, jsonrpc.ErrClosed) {
+		assert.Contains(t, err.Error(), "SilenceTimeout")
+		return took, true
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	return took, false
 }
 
 func TestSilenceTimeout(t *testing.T) {
@@ -114,14 +122,9 @@ func TestSilenceTimeout(t *testing.T) {
 			calls := 0
 			for {
 				calls++
-				ctx, cancel := context.WithTimeout(t.Context(), silence/3)
-				err := c.Call(ctx, "echo", nil, nil)
-				cancel()
-				if errors.Is(err, jsonrpc.ErrClosed) {
-					assert.Contains(t, err.Error(), "SilenceTimeout")
+				if _, ended := timedCall(t, c, silence/3); ended {
 					break
 				}
-				require.ErrorIs(t, err, context.DeadlineExceeded)
 				require.Less(t, calls, 10, "calls of a third of SilenceTimeout each never end the connection")
 				time.Sleep(time.Minute) // idle time between calls does not count
 			}
@@ -140,13 +143,11 @@ func TestSilenceTimeout(t *testing.T) {
 			start := time.Now()
 			for k := 0; ; k++ {
 				time.Sleep(time.Until(start.Add(time.Duration(k)*silence/4 - d/2)))
-				took, err := timedCall(t, c, d)
+				took, ended := timedCall(t, c, d)
 				waited += took
-				if errors.Is(err, jsonrpc.ErrClosed) {
-					assert.Contains(t, err.Error(), "SilenceTimeout")
+				if ended {
 					break
 				}
-				require.ErrorIs(t, err, context.DeadlineExceeded)
 				require.Less(t, waited, 2*silence, "calls waited twice SilenceTimeout, and the connection goes on")
 			}
 			assert.GreaterOrEqual(t, waited, silence-d, "the calls' waiting in all when the connection ended")
@@ -161,13 +162,11 @@ func TestSilenceTimeout(t *testing.T) {
 			var waited time.Duration
 			for calls := 1; ; calls++ {
 				require.Less(t, calls, 30, "the connection was never ended")
-				took, err := timedCall(t, c, d)
+				took, ended := timedCall(t, c, d)
 				waited += took
-				if errors.Is(err, jsonrpc.ErrClosed) {
-					assert.Contains(t, err.Error(), "SilenceTimeout")
+				if ended {
 					break
 				}
-				require.ErrorIs(t, err, context.DeadlineExceeded)
 				time.Sleep(time.Minute) // idle time between calls does not count
 			}
 			assert.GreaterOrEqual(t, waited, silence, "the calls' waiting in all when the connection ended")

@@ -143,6 +143,18 @@ var errBoom = errors.New("boom")
 // pipeTransport serves handler over a pair of pipes to a Conn with ic;
 // stop closes the client's end, and waits for Serve and its handlers.
 func pipeTransport(t *testing.T, handler jsonrpc.Handler, ic jsonrpc.Interceptor) (jsonrpc.Caller, func()) {
+	clientIn, clientOut, wait := servePipe(t, handler)
+	client := jsonrpc.NewConn(clientIn, clientOut, &jsonrpc.Options{Interceptors: []jsonrpc.Interceptor{ic}})
+	return client, func() {
+		wait()
+		client.Close()
+	}
+}
+
+// servePipe serves handler over a pair of pipes, whose client ends it
+// returns; wait closes the client's output, so that the server sees EOF,
+// and checks that it returned without error once its handlers had.
+func servePipe(t *testing.T, handler jsonrpc.Handler) (clientIn io.Reader, clientOut io.WriteCloser, wait func()) {
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()
 	served := make(chan error, 1)
@@ -150,11 +162,9 @@ func pipeTransport(t *testing.T, handler jsonrpc.Handler, ic jsonrpc.Interceptor
 		served <- jsonrpc.Serve(context.Background(), serverIn, serverOut, handler)
 		serverOut.Close()
 	}()
-	client := jsonrpc.NewConn(clientIn, clientOut, &jsonrpc.Options{Interceptors: []jsonrpc.Interceptor{ic}})
-	return client, func() {
-		clientOut.Close() // the server sees EOF, and returns once its handlers have
+	return clientIn, clientOut, func() {
+		clientOut.Close()
 		require.NoError(t, <-served)
-		client.Close()
 	}
 }
 
@@ -565,13 +575,7 @@ func TestCancelledStatusCode(t *testing.T) {
 				return nil, tc.err(ctx)
 			})
 			mux.Use(tel.with().Middleware())
-			serverIn, clientOut := io.Pipe()
-			clientIn, serverOut := io.Pipe()
-			served := make(chan error, 1)
-			go func() {
-				served <- jsonrpc.Serve(context.Background(), serverIn, serverOut, mux)
-				serverOut.Close()
-			}()
+			clientIn, clientOut, wait := servePipe(t, mux)
 			_, err := io.WriteString(clientOut, `{"jsonrpc":"2.0","id":7,"method":"wait","params":{}}`+"\n")
 			require.NoError(t, err)
 			if tc.cancel {
@@ -581,8 +585,7 @@ func TestCancelledStatusCode(t *testing.T) {
 			}
 			line, err := bufio.NewReader(clientIn).ReadBytes('\n')
 			require.NoError(t, err)
-			clientOut.Close()
-			require.NoError(t, <-served)
+			wait()
 
 			var resp struct{ Error jsonrpc.Error }
 			require.NoError(t, json.Unmarshal(line, &resp))

@@ -22,32 +22,17 @@ import (
 // process once: it must exit within its bounds (5 s for the work in
 // flight, then the grace of a Close), not wait for the client for ever.
 func TestInterruptWithAClientThatDoesNotRead(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "observability")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-
-	cmd := exec.Command(bin, "-http", addr, "-listen", "", "-spans=false")
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	}()
+	addr := freeAddr(t)
+	e := startExample(t, buildExample(t), "-http", addr, "-listen", "", "-spans=false")
 	c := dialListening(t, addr)
 	body := `{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + strings.Repeat("x", 16<<20) + `"]}`
-	_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	_, err := fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	require.NoError(t, err)
 	time.Sleep(500 * time.Millisecond) // let the answer fill the socket's buffers
 
-	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.NoError(t, e.cmd.Process.Signal(os.Interrupt))
 	select {
-	case <-exited:
-		exited <- nil // for the deferred Kill
+	case <-e.exited:
 	case <-time.After(40 * time.Second):
 		t.Fatal("the example still runs 40 s after an interrupt, with a client that does not read")
 	}
@@ -58,9 +43,7 @@ func TestInterruptWithAClientThatDoesNotRead(t *testing.T) {
 // the answer has begun: the answer must arrive whole, since the calls in
 // flight get 5 s to finish, and the process must then exit.
 func TestSignalLetsAnswersFinish(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "observability")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildExample(t)
 	pad := strings.Repeat("x", 16<<20) // more than the sockets' buffers hold
 	call := `{"jsonrpc":"2.0","id":1,"method":"echo","params":["` + pad + `"]}`
 	answer := `{"jsonrpc":"2.0","id":1,"result":["` + pad + `"]}`
@@ -75,19 +58,13 @@ func TestSignalLetsAnswersFinish(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			httpAddr, tcpAddr := freeAddr(t), freeAddr(t)
-			cmd := exec.Command(bin, "-http", httpAddr, "-listen", tcpAddr, "-spans=false")
-			require.NoError(t, cmd.Start())
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			defer func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			}()
+			e := startExample(t, bin, "-http", httpAddr, "-listen", tcpAddr, "-spans=false")
 			addr := tcpAddr
 			if tc.http {
 				addr = httpAddr
 			}
 			c := dialListening(t, addr)
+			var err error
 			if tc.http {
 				_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(call), call)
 			} else {
@@ -99,7 +76,7 @@ func TestSignalLetsAnswersFinish(t *testing.T) {
 			_, err = r.Peek(1) // the answer has begun
 			require.NoError(t, err)
 
-			require.NoError(t, cmd.Process.Signal(tc.sig))
+			require.NoError(t, e.cmd.Process.Signal(tc.sig))
 			if tc.http {
 				resp, err := http.ReadResponse(r, nil)
 				require.NoError(t, err)
@@ -110,13 +87,45 @@ func TestSignalLetsAnswersFinish(t *testing.T) {
 			assert.NoError(t, err)
 			assert.Equal(t, len(answer)+1, len(line), "bytes of the answer in flight")
 			select {
-			case err := <-exited:
-				exited <- err // for the deferred Kill
+			case <-e.exited:
 			case <-time.After(20 * time.Second):
 				t.Fatal("the example still runs 20 s after the signal")
 			}
 		})
 	}
+}
+
+// buildExample builds the example, and returns the path of its binary.
+func buildExample(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "observability")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// A runningExample is the example's process, started by startExample;
+// exited is closed once it has exited.
+type runningExample struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startExample starts bin with args; the cleanup kills the process, if it
+// still runs, and waits for it.
+func startExample(t *testing.T, bin string, args ...string) *runningExample {
+	t.Helper()
+	e := &runningExample{cmd: exec.Command(bin, args...), exited: make(chan struct{})}
+	require.NoError(t, e.cmd.Start())
+	go func() {
+		_ = e.cmd.Wait()
+		close(e.exited)
+	}()
+	t.Cleanup(func() {
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+	})
+	return e
 }
 
 // freeAddr returns a loopback address with a port free to listen on.

@@ -53,6 +53,24 @@ func pair(t *testing.T, limit int) (*transport, *websocket.Conn) {
 	}
 }
 
+// tooLarge, among the messages readMessages wants, is one reported as
+// over the limit.
+const tooLarge = "too large"
+
+// readMessages reads a message from tr for each of wants, and checks it.
+func readMessages(t *testing.T, tr *transport, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		got, err := tr.ReadMessage()
+		if want == tooLarge {
+			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+}
+
 // TestTransportRead reads messages as they were sent, newlines and all; one
 // over the limit is reported, and the next is read.
 func TestTransportRead(t *testing.T) {
@@ -62,15 +80,7 @@ func TestTransportRead(t *testing.T) {
 	}
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(websocket.StatusNormalClosure, "") }() // waits for the server's reply
-	for _, want := range []string{"{\n}", "", "[1,\r\n2]", "too large", strings.Repeat("y", 16)} {
-		got, err := tr.ReadMessage()
-		if want == "too large" {
-			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
-			continue
-		}
-		require.NoError(t, err)
-		assert.Equal(t, want, string(got))
-	}
+	readMessages(t, tr, "{\n}", "", "[1,\r\n2]", tooLarge, strings.Repeat("y", 16))
 	_, err := tr.ReadMessage()
 	assert.ErrorIs(t, err, io.EOF, "a normal closure reads as io.EOF")
 	require.NoError(t, <-closed)
@@ -102,15 +112,7 @@ func TestTransportReadBudget(t *testing.T) {
 	for _, msg := range []string{small, large, small, "c"} {
 		send(t, c, msg)
 	}
-	for _, want := range []string{small, "too large", small, "c"} {
-		got, err := tr.ReadMessage()
-		if want == "too large" {
-			assert.ErrorIs(t, err, jsonrpc.ErrMessageTooLarge)
-			continue
-		}
-		require.NoError(t, err)
-		assert.Equal(t, want, string(got))
-	}
+	readMessages(t, tr, small, tooLarge, small, "c")
 	assert.Equal(t, 128<<10, mem.free, "a small message holds nothing of the budget")
 	send(t, c, small)
 	_, err := tr.ReadMessage()
