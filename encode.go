@@ -57,17 +57,27 @@ func (es *encoders) encode(v any) ([]byte, *encoder, error) {
 		e.scalar = b
 		return b, e, nil
 	}
-	e.buf.Reset()
-	if err := e.enc.Encode(v); err != nil {
+	out, err := encodeWith(e.enc, &e.buf, v)
+	if err != nil {
 		es.put(e)
 		return nil, nil, err
 	}
-	out := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
-	if !utf8.Valid(out) {
-		es.put(e)
-		return nil, nil, errInvalidUTF8
-	}
 	return out, e, nil
+}
+
+// encodeWith encodes v with enc, which writes to buf, and returns what it
+// wrote without its newline; it refuses invalid UTF-8 (see
+// errInvalidUTF8).
+func encodeWith(enc *json.Encoder, buf *bytes.Buffer, v any) ([]byte, error) {
+	buf.Reset()
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if !utf8.Valid(out) {
+		return nil, errInvalidUTF8
+	}
+	return out, nil
 }
 
 // errInvalidUTF8 is the error of a value that encoding/json writes as
@@ -117,14 +127,7 @@ func encodeValue(v any, escapeHTML bool) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if !utf8.Valid(b) {
-		return nil, errInvalidUTF8
-	}
-	return b, nil
+	return encodeWith(enc, &buf, v)
 }
 
 // encodeRaw encodes a raw result or stream item: nil is null, and
