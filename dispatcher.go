@@ -153,10 +153,8 @@ func (m *Mux) ServeJSONRPC(ctx context.Context, req *Request) (any, error) {
 			return nil, ErrMethodNotFound
 		}
 		ctx = context.WithValue(ctx, noHandlerKey{}, true) // for NoHandler
-	} else if NoHandler(ctx) {
-		// An outer Mux had none, and its middleware passed the
-		// request on to this one, which has.
-		ctx = context.WithValue(ctx, noHandlerKey{}, false)
+	} else {
+		ctx = handled(ctx) // an outer Mux's middleware may have passed it on
 	}
 	return h.ServeJSONRPC(ctx, req)
 }

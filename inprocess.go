@@ -211,11 +211,8 @@ func (p *InProcess) serve(ctx context.Context, req *Request, ls *localSender) (r
 			res, err = nil, internalError("panic", fmt.Sprint(v), false)
 		}
 	}()
-	if NoHandler(ctx) {
-		// The caller's request had no handler; this one is new.
-		ctx = context.WithValue(ctx, noHandlerKey{}, false)
-	}
-	v, err := h.ServeJSONRPC(context.WithValue(ctx, senderKey{}, sender(ls)), req)
+	// A new request, whatever the caller's request had.
+	v, err := h.ServeJSONRPC(context.WithValue(handled(ctx), senderKey{}, sender(ls)), req)
 	if err != nil {
 		return nil, toWireError(err, ctx.Err() != nil, false)
 	}

@@ -174,6 +174,16 @@ func NoHandler(ctx context.Context) bool {
 	return no
 }
 
+// handled returns ctx for a request that a dispatch has found a handler
+// for: ctx itself, or, if an outer dispatch had none, ctx with NoHandler
+// false again.
+func handled(ctx context.Context) context.Context {
+	if NoHandler(ctx) {
+		return context.WithValue(ctx, noHandlerKey{}, false)
+	}
+	return ctx
+}
+
 // noHandlerKey is the context key of what NoHandler reports: a bool set
 // by the nearest dispatch of the request, by Mux.ServeJSONRPC (true, or
 // false over an outer dispatch's true) or by InProcess (false); a reqCtx

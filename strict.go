@@ -500,7 +500,7 @@ func (c *checker) member(b []byte, i int) (int, *plan, *memberError) {
 			}
 		case planMap:
 			vp = op.elem
-			if op.keys == keysText || op.keys == keysJSON {
+			if op.keyType != nil { // keys that decode themselves
 				if k, ok := decodedKey(name, b[i:end], op); ok {
 					// Compared as Go keys, as the map will hold them.
 					countSteps(1)
