@@ -67,12 +67,18 @@ func (c *callTable) drop(id int64) bool {
 	if _, ok := c.pending[id]; !ok {
 		return false
 	}
+	c.remove(id)
+	return true
+}
+
+// remove takes the call with id out of the table, if there, and notes
+// the calls awaiting answers for SilenceTimeout. c.pmu is held.
+func (c *callTable) remove(id int64) {
 	delete(c.pending, id)
 	c.awaiting.Store(int64(len(c.pending)))
 	if c.silence.timeout > 0 {
 		c.restSilence()
 	}
-	return true
 }
 
 // callError returns the error that closed the connection for calls, or nil.

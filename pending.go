@@ -112,11 +112,7 @@ func (c *conn) lookup(id int64) *pending {
 func (c *conn) takeID(id int64) *pending {
 	c.pmu.Lock()
 	p := c.pending[id]
-	delete(c.pending, id)
-	c.awaiting.Store(int64(len(c.pending)))
-	if c.silence.timeout > 0 {
-		c.restSilence()
-	}
+	c.remove(id)
 	c.pmu.Unlock()
 	return p
 }
