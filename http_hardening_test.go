@@ -804,6 +804,46 @@ func TestHTTPClientSSELineEndings(t *testing.T) {
 	}
 }
 
+// An event of server-sent events that the end of the stream cuts off
+// before its blank line is discarded, as the format says: the call gets
+// no answer from it and may have run; a notification cut off so is not
+// handed over.
+func TestHTTPClientSSECutEvent(t *testing.T) {
+	checkLeaks(t)
+	for name, body := range map[string]string{
+		"answer, no blank line":    "data: ANSWER\n",
+		"answer, no line end":      "data: ANSWER",
+		"answer, CR only":          "data: ANSWER\r",
+		"notification, no end":     "data: NOTE\n",
+		"two data lines, no blank": "data: NOTE\n\ndata: ANSWER\ndata: \n",
+	} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct{ ID json.RawMessage }
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			body := strings.ReplaceAll(body, "NOTE", `{"jsonrpc":"2.0","method":"note","params":[1]}`)
+			body = strings.ReplaceAll(body, "ANSWER", `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":7}`)
+			_, _ = io.WriteString(w, body)
+		}))
+		var notes atomic.Int64
+		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t), OnNotify: func(*jsonrpc.Request) { notes.Add(1) }}
+		var n int
+		err := c.Call(t.Context(), "m", nil, &n)
+		ts.Close()
+		assert.Error(t, err, name)
+		assert.True(t, jsonrpc.MayHaveRun(err), "%s: %v", name, err)
+		assert.Zero(t, n, name)
+		want := int64(0)
+		if strings.HasPrefix(body, "data: NOTE\n\n") {
+			want = 1
+		}
+		assert.Equal(t, want, notes.Load(), "%s: notifications", name)
+	}
+}
+
 // roundTripFunc is an http.RoundTripper made of a function.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 

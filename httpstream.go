@@ -76,7 +76,9 @@ func (n *ndjsonReader) ReadMessage() ([]byte, error) {
 // empty or blank, which carry no message: an MCP server may send one
 // first, to prime the client's resumption with an event id. An event
 // whose data is over max bytes, or a line longer than that, is an error
-// that ends the stream.
+// that ends the stream. As the event-stream format says, an event that
+// the end of the stream cuts off before its blank line is discarded: its
+// data may be only the start of a message.
 type sseReader struct {
 	lineScanner
 	data    []byte
@@ -131,10 +133,7 @@ func (s *sseReader) ReadMessage() ([]byte, error) {
 	for {
 		line, err := s.readLine()
 		if err != nil {
-			if err == io.EOF && skipSpace(s.data, 0) < len(s.data) {
-				return s.data, nil
-			}
-			return nil, err
+			return nil, err // an event cut by the end, before its blank line, is not handed over
 		}
 		if len(line) == 0 {
 			if skipSpace(s.data, 0) < len(s.data) {
