@@ -28,6 +28,12 @@ import (
 // that is written before the handler's response; it returns once the
 // notification is buffered for writing.
 //
+// The Caller reaches the peer for as long as the connection lasts, also
+// after the handler returned: work the handler starts may keep it, with a
+// context that outlives the request (see [context.WithoutCancel]), and
+// call the peer later. Only its Notify, which belongs to the handler's
+// response, fails once the handler has returned.
+//
 // Outside a handler, the Caller's methods fail with [ErrNoConnection];
 // so do Call, Batch and Stream over HTTP, whose responses cannot carry
 // requests to the client, and in a handler called by [InProcess].

@@ -183,3 +183,39 @@ func TestPeerDoesNotAllocate(t *testing.T) {
 		assert.Equal(t, [2]float64{0, 0}, allocsOfPeer(t.Context()))
 	})
 }
+
+// A handler may hand its Peer to work that outlives it: Call still
+// reaches the other side, for as long as the connection lasts, while
+// Notify, which belongs to the handler's response, fails.
+func TestPeerAfterHandlerReturned(t *testing.T) {
+	checkLeaks(t)
+	type late struct {
+		answer       string
+		call, notify error
+	}
+	got := make(chan late, 1)
+	srv := new(jsonrpc.Mux)
+	srv.HandleFunc("start", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		returned := make(chan struct{})
+		go func() {
+			<-returned
+			ctx := context.WithoutCancel(ctx)
+			var l late
+			l.call = jsonrpc.Peer(ctx).Call(ctx, "ask", nil, &l.answer)
+			l.notify = jsonrpc.Peer(ctx).Notify(ctx, "note", nil)
+			got <- l
+		}()
+		defer close(returned)
+		return "started", nil
+	})
+	cli := new(jsonrpc.Mux)
+	cli.HandleFunc("ask", func(context.Context, *jsonrpc.Request) (any, error) { return "yes", nil })
+	c := newPairOpts(t, srv, &jsonrpc.Options{Handler: cli})
+	var s string
+	require.NoError(t, c.Call(t.Context(), "start", nil, &s))
+	assert.Equal(t, "started", s)
+	l := recv(t, got, "the late call")
+	assert.NoError(t, l.call)
+	assert.Equal(t, "yes", l.answer)
+	assert.Error(t, l.notify, "Notify after the handler returned")
+}
