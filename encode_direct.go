@@ -409,7 +409,11 @@ func (b *encBuilder) build(t reflect.Type) *encPlan {
 }
 
 func (b *encBuilder) buildStruct(p *encPlan, t reflect.Type) {
-	fields := jsonFields(t)
+	fields, plain := jsonFields(t)
+	if !plain {
+		b.failed = true
+		return
+	}
 	for _, f := range fields {
 		if f.viaPointer || f.quoted || !plainName(f.name) {
 			b.failed = true

@@ -94,8 +94,8 @@ func (b *directBuilder) build(t reflect.Type) *direct {
 		d.elem = b.build(t.Elem())
 	case reflect.Struct:
 		d.kind = dirStruct
-		fields := jsonFields(t)
-		if len(fields) > 64 {
+		fields, plain := jsonFields(t)
+		if !plain || len(fields) > 64 {
 			b.failed = true // more than the bits of a mask
 			return nil
 		}

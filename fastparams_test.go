@@ -552,3 +552,31 @@ func checkStackParams[P any](t *testing.T, params string, n func(P) int) {
 		}
 	}
 }
+
+// Func decodes into fields whose tags the default encoding/json and
+// json/v2 read otherwise (names with symbols, v2's inline and unknown
+// options, quoted names) as the encoding/json it is built with does, and
+// a name that differs from such a field's only by case matches nothing.
+func TestFuncTagsAsEncodingJSON(t *testing.T) {
+	checkStackParams(t, `{"a€":1,"b☺":"2","X":3}`, func(p FieldsSymbol) int { return p.X*10 + p.Y })
+	checkStackParams(t, `{"X":1,"a€":3}`, func(p FieldsSymbol) int { return p.X })
+	checkStackParams(t, `{"Name":"n","In":{"A":1},"A":2,"b":3}`, func(p FieldsInline) int { return p.In.A*10 + p.In.B })
+	checkStackParams(t, `{"Name":"n","foo":1,"Extra":{"bar":2}}`, func(p FieldsUnknown) int { return len(p.Extra) })
+	checkStackParams(t, `{"x,y":1,"X":2}`, func(p FieldsQuotedName) int { return p.X })
+
+	type symbolSlow struct {
+		FieldsSymbol
+		B []byte // not for the direct decoder
+	}
+	for params, v2 := range map[string]int{`{"A€":1}`: 0, `{"x":1}`: 0, `{"a€":1,"A€":2}`: 1} {
+		var got symbolSlow
+		h := Func(func(_ context.Context, p symbolSlow) (int, error) { got = p; return 0, nil })
+		_, err := h.ServeJSONRPC(context.Background(), &Request{Method: "m", Params: json.RawMessage(params)})
+		require.NoError(t, err, params)
+		want := 0 // the default encoding/json names the field X
+		if jsonV2 {
+			want = v2
+		}
+		assert.Equal(t, want, got.X, params)
+	}
+}

@@ -208,7 +208,12 @@ func (b *planBuilder) build(t reflect.Type) *plan {
 	case reflect.Struct:
 		p = &plan{kind: planStruct}
 		b.built[t] = p
-		for _, f := range jsonFields(t) {
+		fields, plain := jsonFields(t)
+		if !plain {
+			p = nil // its names are left to encoding/json (see strict.go)
+			break
+		}
+		for _, f := range fields {
 			p.fields = append(p.fields, planField{name: []byte(f.name), plan: b.build(f.typ)})
 		}
 		p.flat = len(p.fields) <= 64
@@ -353,7 +358,13 @@ func (f jsonField) offset(t reflect.Type) uintptr {
 // embedded struct type is visited once, at the shallowest depth it
 // appears; one that appears twice at that depth loses its fields to each
 // other.
-func jsonFields(t reflect.Type) []jsonField {
+//
+// plain reports that these are surely the fields encoding/json decodes
+// into. It is false only when encoding/json is built on json/v2, whose
+// tags say more than the default's: a quoted name, or an option other than
+// omitempty, omitzero and string (inline, unknown, case, format), in a
+// tag of t or of a struct it embeds.
+func jsonFields(t reflect.Type) (fields []jsonField, plain bool) {
 	type embedded struct {
 		typ        reflect.Type
 		twice      bool  // found more than once at its depth
@@ -361,6 +372,7 @@ func jsonFields(t reflect.Type) []jsonField {
 		viaPointer bool  // through an embedded pointer
 	}
 	var found []jsonField
+	plain = true
 	visited := make(map[reflect.Type]bool)
 	level := []embedded{{typ: t}}
 	for depth := 1; len(level) > 0; depth++ {
@@ -389,7 +401,9 @@ func jsonFields(t reflect.Type) []jsonField {
 					continue
 				}
 				name, opts, _ := strings.Cut(tag, ",")
-				if !validTagName(name) {
+				if jsonV2 {
+					plain = plain && plainV2Tag(name, opts)
+				} else if !validTagName(name) {
 					name = ""
 				}
 				ft := sf.Type
@@ -421,7 +435,28 @@ func jsonFields(t reflect.Type) []jsonField {
 		}
 		level = next
 	}
-	return dominantFields(found)
+	return dominantFields(found), plain
+}
+
+// plainV2Tag reports whether json/v2 reads a tag of the given name and
+// options as jsonFields does: it takes any name as written, unless it
+// holds a quote or a backslash (a quoted name, or a malformed one), and
+// the options must be ones that do not change which members decode into
+// what.
+func plainV2Tag(name, opts string) bool {
+	if strings.ContainsAny(name, "'\"\\`") || !utf8.ValidString(name) {
+		return false
+	}
+	for opts != "" {
+		var o string
+		o, opts, _ = strings.Cut(opts, ",")
+		switch o {
+		case "omitempty", "omitzero", "string":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // quotable reports whether the string option is among the tag options
@@ -478,9 +513,10 @@ func dominantFields(found []jsonField) []jsonField {
 	return fields
 }
 
-// validTagName reports whether encoding/json takes name, from a json
-// tag, as a field's name: letters, digits, and punctuation other than
-// quotes, backslash and comma.
+// validTagName reports whether the default encoding/json takes name,
+// from a json tag, as a field's name: letters, digits, and punctuation
+// other than quotes, backslash and comma. (json/v2 takes more: see
+// plainV2Tag.)
 func validTagName(name string) bool {
 	if name == "" {
 		return false

@@ -39,8 +39,9 @@ package jsonrpc
 // What stays as encoding/json has it, deliberately: everything about
 // values rather than names (an array shorter than a Go array, the string
 // option on a bool, an escaped lone surrogate read as U+FFFD, all of which
-// v2 refuses), v2's own tag options (case:ignore, inline), and the names
-// inside a type with its own UnmarshalJSON. A plan follows types, not
+// v2 refuses), the names in a struct whose tags say what only json/v2
+// reads (a quoted name; the options inline, unknown, case, format: see
+// jsonFields), and the names inside a type with its own UnmarshalJSON. A plan follows types, not
 // values: a struct that an interface field of a caller's result value
 // already points to is decoded into by encoding/json's rules for names;
 // duplicates in it are still refused.

@@ -21,6 +21,25 @@ import (
 // the names encoding/json writes for them.
 type (
 	// The tags that staticcheck warns of are what FieldsTags tests.
+	// FieldsSymbol's tag names a member with a symbol, which the
+	// default encoding/json does not take as a name and json/v2 does.
+	FieldsSymbol struct {
+		X int `json:"a€"`
+		Y int `json:"b☺,string"`
+	}
+	// FieldsInline, FieldsUnknown and FieldsQuotedName have tags that
+	// json/v2 reads otherwise than the default encoding/json.
+	FieldsInline struct {
+		Name string
+		In   FieldsInner `json:",inline"`
+	}
+	FieldsUnknown struct {
+		Name  string
+		Extra map[string]any `json:",unknown"`
+	}
+	FieldsQuotedName struct {
+		X int `json:"'x,y'"`
+	}
 	FieldsTags struct {
 		Plain  int
 		Tagged int `json:"tagged"`
@@ -111,7 +130,7 @@ type (
 // embedded pointer set, are exactly the names of jsonFields.
 func TestJSONFieldsMatchEncodingJSON(t *testing.T) {
 	values := []any{
-		FieldsTags{}, FieldsDeep{}, FieldsConflict{}, FieldsTagWins{}, FieldsTagFirst{},
+		FieldsDeep{}, FieldsConflict{}, FieldsTagWins{}, FieldsTagFirst{},
 		FieldsEmbeddings{FieldsInner: &FieldsInner{}},
 		FieldsCycle{FieldsCycleB: &FieldsCycleB{}},
 	}
@@ -132,11 +151,16 @@ func TestJSONFieldsMatchEncodingJSON(t *testing.T) {
 	for _, t := range []reflect.Type{twoTagged, twice} {
 		values = append(values, reflect.New(t).Elem().Interface())
 	}
-	if jsonV2 {
-		// encoding/json on v2 drops the fields whose tags hold a quote
-		// or a backslash, where the default one names them as in Go:
-		// jsonFields follows the default.
-		values = values[1:]
+	values = append(values, FieldsSymbol{})
+	// encoding/json on v2 reads tags with quoted names or options of its
+	// own otherwise: jsonFields says it is not sure of those.
+	for _, v := range []any{FieldsTags{}, FieldsInline{}, FieldsUnknown{}, FieldsQuotedName{}} {
+		if _, plain := jsonFields(reflect.TypeOf(v)); jsonV2 {
+			assert.False(t, plain, "%T", v)
+		} else {
+			assert.True(t, plain, "%T", v)
+			values = append(values, v)
+		}
 	}
 	for _, v := range values {
 		t.Run(reflect.TypeOf(v).String(), func(t *testing.T) {
@@ -149,7 +173,9 @@ func TestJSONFieldsMatchEncodingJSON(t *testing.T) {
 				want = append(want, name)
 			}
 			var got []string
-			for _, f := range jsonFields(reflect.TypeOf(v)) {
+			fields, plain := jsonFields(reflect.TypeOf(v))
+			assert.True(t, plain)
+			for _, f := range fields {
 				got = append(got, f.name)
 			}
 			slices.Sort(want)
