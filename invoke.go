@@ -47,7 +47,9 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 				slog.String("stack", string(debug.Stack())))
 			result, werr, ok = nil, internalError("panic", fmt.Sprint(v), c.hideDetail), true
 		}
-		rc.end()
+		if a := rc.end(); a != nil {
+			c.endSlot(a) // a call the handler's work still makes may have its slot
+		}
 	}()
 	h := c.handler
 	if c.mux != nil {

@@ -29,10 +29,13 @@ import (
 // notification is buffered for writing.
 //
 // The Caller reaches the peer for as long as the connection lasts, also
-// after the handler returned: work the handler starts may keep it, with a
-// context that outlives the request (see [context.WithoutCancel]), and
+// after the handler returned: work the handler starts may keep it and
 // call the peer later. Only its Notify, which belongs to the handler's
-// response, fails once the handler has returned.
+// response, fails once the handler has returned. A call made with the
+// handler's context, or one derived from it (even by
+// [context.WithoutCancel]), gives up the handler's slot while it waits,
+// as if the handler waited: work that runs beside the handler should call
+// with a context of its own.
 //
 // Outside a handler, the Caller's methods fail with [ErrNoConnection];
 // so do Call, Batch and Stream over HTTP, whose responses cannot carry

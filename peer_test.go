@@ -10,7 +10,9 @@ import (
 	"errors"
 	"iter"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -218,4 +220,56 @@ func TestPeerAfterHandlerReturned(t *testing.T) {
 	assert.NoError(t, l.call)
 	assert.Equal(t, "yes", l.answer)
 	assert.Error(t, l.notify, "Notify after the handler returned")
+}
+
+// A call that work a handler started makes with the handler's context
+// gives up the handler's slot while it waits; when the handler returns
+// before the call ends, the slot is not given back twice: MaxInFlight
+// still bounds the handlers that run.
+func TestPeerCallOutlivesHandlerSlot(t *testing.T) {
+	checkLeaks(t)
+	ready := make(chan struct{})
+	late := make(chan error, 1)
+	var running, most atomic.Int32
+	second := make(chan struct{}, 4)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("spawn", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		go func() { late <- jsonrpc.Peer(ctx).Call(context.WithoutCancel(ctx), "later", nil, nil) }()
+		<-ready // the call is out, and has given the slot up
+		return "ok", nil
+	})
+	mux.HandleFunc("slow", func(context.Context, *jsonrpc.Request) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if n > 1 {
+			second <- struct{}{}
+		}
+		select {
+		case <-second: // another runs beside this one
+		case <-time.After(100 * time.Millisecond):
+		}
+		return "s", nil
+	})
+	_, peer := newRawPeer(t, &jsonrpc.Options{Handler: mux, MaxInFlight: 1})
+	peer.send(t, `{"jsonrpc":"2.0","id":"sp","method":"spawn"}`)
+	later := peer.nextMsg(t)
+	require.Equal(t, "later", later.Method)
+	close(ready)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"sp","result":"ok"}`, peer.next(t))
+	for i := range 4 {
+		peer.sendf(t, `{"jsonrpc":"2.0","id":%d,"method":"slow"}`, i)
+	}
+	for range 4 {
+		peer.next(t)
+	}
+	peer.sendf(t, `{"jsonrpc":"2.0","id":%s,"result":1}`, later.ID)
+	assert.NoError(t, recv(t, late, "the late call's return"))
+	for i := range 2 {
+		peer.sendf(t, `{"jsonrpc":"2.0","id":%d,"method":"slow"}`, 10+i)
+	}
+	peer.next(t)
+	peer.next(t)
+	assert.Equal(t, int32(1), most.Load(), "handlers that ran at once with MaxInFlight 1")
 }

@@ -135,12 +135,15 @@ func (rc *reqCtx) Value(key any) any {
 // cancel ends the context with cause, unless it has already ended.
 func (rc *reqCtx) cancel(cause error) { rc.arm().cancel(cause) }
 
-// end marks the handler returned; only an armed context has more to do.
-func (rc *reqCtx) end() {
+// end marks the handler returned; only an armed context has more to do,
+// and end returns it, if any.
+func (rc *reqCtx) end() *armedCtx {
 	rc.flags.Or(flagEnded)
-	if a := rc.armed.Load(); a != nil {
+	a := rc.armed.Load()
+	if a != nil {
 		a.cancel(context.Canceled)
 	}
+	return a
 }
 
 // RequestFromContext returns the request that the handler given ctx (or

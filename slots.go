@@ -52,7 +52,7 @@ func (c *conn) leaveSlot(rc *reqCtx) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := rc.arm()
-	if a.waits++; a.waits > 1 || !rc.holdsSlot() || c.isAborted() {
+	if a.waits++; a.waits > 1 || !rc.holdsSlot() || c.isAborted() || rc.flags.Load()&flagEnded != 0 {
 		return
 	}
 	a.freed = true
@@ -89,14 +89,39 @@ var errParkedFull = ErrOverloaded.WithData(map[string]string{"reason": "handlers
 
 // retakeSlot takes a slot again for the handler of rc, back from its last
 // call to the peer, waiting if every slot is taken. Handlers waiting so
-// get the next slot freed, before the queue.
+// get the next slot freed, before the queue. A call that work the handler
+// started made after the handler returned took no slot; one that it made
+// before, and that ends after, leaves the slot to endSlot.
 func (c *conn) retakeSlot(rc *reqCtx) {
 	c.mu.Lock()
 	a := rc.arm()
-	if a.waits--; a.waits > 0 || !a.freed {
+	if a.waits--; a.waits > 0 || !a.freed || rc.flags.Load()&flagEnded != 0 {
 		c.mu.Unlock()
 		return
 	}
+	c.resumeLocked(a)
+}
+
+// endSlot settles the slot of a handler that has returned, a, the armed
+// part of its context, while a call to the peer made with that context,
+// on a goroutine the handler started, still waits and has given the
+// handler's slot up: the goroutine that ran the handler takes a slot
+// again to go on, as retakeSlot would, and the call takes none when it
+// ends. Otherwise the slot would be given back twice, once by that
+// goroutine and once for the call, and MaxInFlight exceeded.
+func (c *conn) endSlot(a *armedCtx) {
+	c.mu.Lock()
+	if !a.freed {
+		c.mu.Unlock()
+		return
+	}
+	c.resumeLocked(a)
+}
+
+// resumeLocked takes a slot again for a handler whose slot a call to the
+// peer gave up (see retakeSlot), waiting if every slot is taken; it is
+// called with c.mu held and unlocks it.
+func (c *conn) resumeLocked(a *armedCtx) {
 	a.freed = false
 	c.held.Add(-parkCost)
 	c.parkedBytes.Add(-parkCost)
