@@ -208,7 +208,7 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte, own 
 		rc.cancel(cause)
 	}
 	if running+queued == 0 {
-		c.log.Debug("jsonrpc: a cancel reached no request in flight", slog.String("id", string(id)))
+		c.log.Debug("jsonrpc: a cancel reached no request: none in flight, or all cancelled already", slog.String("id", string(id)))
 	}
 	if c.onCancel != nil {
 		c.onCancel(cause, running, queued)

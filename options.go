@@ -186,8 +186,10 @@ type Options struct {
 	// cancel (the cause of the cancelled handlers' contexts) and what it
 	// reached: the requests with its id that were running (their contexts
 	// are cancelled) and those that had not started (they will not run).
-	// Both zero means that no request with that id was in flight: it had
-	// been answered already, or was never sent. It must not block.
+	// Both zero means that the cancel reached no request: none with that
+	// id was in flight (it had been answered already, or was never sent),
+	// or an earlier cancel for that id reached every one in flight
+	// already. It must not block.
 	OnCancel func(cancel *CancelError, running, queued int)
 
 	// SilenceTimeout, if positive, ends the connection once this side's
