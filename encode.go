@@ -258,14 +258,14 @@ func encodeParamsBuf(params any) (raw []byte, bp *[]byte, err error) {
 	case !isRaw && validParams(raw):
 		return raw, nil, nil
 	}
-	return nil, nil, Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")
+	return nil, nil, &refusedError{Errorf(CodeInvalidParams, "Invalid params: params must encode as a JSON object or array")}
 }
 
 // checkRawParams returns an Invalid params error if raw, params given as
 // JSON already, is neither absent nor a JSON object or array.
 func checkRawParams(raw []byte) error {
 	if raw != nil && !validParams(raw) {
-		return Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")
+		return &refusedError{Errorf(CodeInvalidParams, "Invalid params: params must be a JSON object or array")}
 	}
 	return nil
 }

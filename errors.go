@@ -243,6 +243,10 @@ func MayHaveRun(err error) bool {
 	if errors.As(err, &r) {
 		return r.ran || MayHaveRun(r.err)
 	}
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		return false
+	}
 	var e *Error
 	if errors.As(err, &e) && e != nil {
 		switch e.Code {
@@ -279,6 +283,15 @@ func sent(err error) error {
 	}
 	return &sentError{err: err}
 }
+
+// refusedError marks an *Error that this side made, refusing a call
+// before it sent anything (params that do not encode as a JSON object or
+// array), so that MayHaveRun does not take it for the peer's answer.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+
+func (e *refusedError) Unwrap() error { return e.err }
 
 // unsent strips the mark of sent from err, the failure of a call whose
 // request was not sent after all.

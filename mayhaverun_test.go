@@ -127,6 +127,16 @@ func TestMayHaveRun(t *testing.T) {
 		{name: "params cannot be encoded", call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
 			return c.Call(ctx, "ok", make(chan int), nil)
 		}},
+		{name: "params not an object or array", is: jsonrpc.ErrInvalidParams, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			return c.Call(ctx, "ok", "a string", nil)
+		}},
+		{name: "batch params not an object or array", is: jsonrpc.ErrInvalidParams, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
+			bc := &jsonrpc.BatchCall{Method: "ok", Params: 7}
+			if err := c.Batch(ctx, bc); err != nil {
+				return err
+			}
+			return bc.Err
+		}},
 		{name: "ctx ended before", is: context.Canceled, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
 			ctx, cancel := context.WithCancel(ctx)
 			cancel()
