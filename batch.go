@@ -112,6 +112,17 @@ func (b *outBatch) id(i int) int64 { return b.first + int64(i) }
 // isCall reports whether entry i is a call that goes out.
 func (b *outBatch) isCall(i int) bool { return b.entries[i].out && !b.calls[i].Notify }
 
+// firstLine returns where the first call of b that goes out notes the
+// place of the batch's line in the output (see pending.line), or nil.
+func (b *outBatch) firstLine() *linePos {
+	for i := range b.entries {
+		if b.isCall(i) {
+			return &b.entries[i].p.line
+		}
+	}
+	return nil
+}
+
 // anyOut reports whether any entry goes out.
 func (b *outBatch) anyOut() bool {
 	for i := range b.entries {
@@ -351,7 +362,7 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 	if rc != nil {
 		c.releaseReader(rc)
 	}
-	if err := c.send(ctx, b.appendTo); err != nil {
+	if err := c.send(ctx, b.appendTo, b.firstLine()); err != nil {
 		c.dropBatch(&b, len(calls))
 		return b.fail(c.sendErr(ctx, err))
 	}
@@ -444,7 +455,7 @@ func (c *conn) writeBatch(ctx context.Context, b *outBatch) error {
 		}
 	}
 	if err == nil {
-		if err = c.send(ctx, b.appendTo); err != nil {
+		if err = c.send(ctx, b.appendTo, b.firstLine()); err != nil {
 			err = c.sendErr(ctx, err)
 		}
 	}

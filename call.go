@@ -47,14 +47,14 @@ func (c *conn) call(ctx context.Context, method string, params, result any, oc *
 	if p == nil {
 		p = &pending{done: make(chan struct{}, 1)}
 	}
-	p.dest = result
+	p.dest, p.line = result, linePos{}
 	if err := c.add(id, p); err != nil {
 		return err
 	}
 	if rc != nil {
 		c.releaseReader(rc)
 	}
-	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) }, &p.line)
 	if bp != nil {
 		// send has copied the params into the output, or failed:
 		// either way they are not read again.
@@ -141,8 +141,10 @@ func appendCall(b []byte, id int64, method string, params []byte) []byte {
 // send adds one message, built by add, to the output and has it written.
 // When ctx can end, the write happens on a goroutine of the client's and
 // send returns once the message is buffered, or when ctx ends while the
-// buffer is full; otherwise the caller writes it.
-func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
+// buffer is full; otherwise the caller writes it. pos, if not nil, is
+// where the pending call that the message sends notes where its line
+// went, so that failCalls can tell whether a failed write took any of it.
+func (c *conn) send(ctx context.Context, add func([]byte) []byte, pos *linePos) error {
 	if !c.talked.Load() {
 		c.talked.Store(true)
 	}
@@ -153,7 +155,7 @@ func (c *conn) send(ctx context.Context, add func([]byte) []byte) error {
 		}
 		return err
 	}
-	if err := c.out.appendCtx(ctx, add); err != nil {
+	if err := c.out.appendCtx(ctx, add, pos); err != nil {
 		return err
 	}
 	c.flushAsync()
@@ -227,7 +229,7 @@ func (c *conn) notifyPeer(ctx context.Context, method string, params any, oc *ou
 	if err := c.callError(); err != nil {
 		return err
 	}
-	err := c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) })
+	err := c.send(ctx, func(b []byte) []byte { return appendRequest(b, "", method, raw) }, nil)
 	if bp != nil {
 		releaseParams(bp, raw) // copied into the output, or never to be
 	}
@@ -268,7 +270,7 @@ func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method stri
 	if rc != nil {
 		c.releaseReader(rc)
 	}
-	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) })
+	err := c.send(ctx, func(b []byte) []byte { return appendCall(b, id, method, raw) }, &p.line)
 	if err != nil {
 		if !c.drop(id) {
 			<-p.done // failed by failCalls meanwhile

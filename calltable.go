@@ -40,6 +40,11 @@ type pending struct {
 	// entries, whose answers come in one array; 0 otherwise.
 	batchFirst, batchLast int64
 
+	// line is where the request went in the output, when a call whose
+	// ctx can end buffered it (for a batch, in its first entry's):
+	// guarded by the output's mutex (see failCalls).
+	line linePos
+
 	// For streams: items gathered by the reader, their size, and a
 	// signal for each.
 	stream bool
@@ -97,9 +102,33 @@ func (c *callTable) closedErr(err error) error {
 	return &closedError{cause: err}
 }
 
+// batchLine returns where the line of p's batch went in the output, as
+// the batch's first call that goes out noted it, if it is among ps, the
+// calls failCalls ends; batches keeps what was found for each batch.
+// Not found, the first call was answered: the line went out.
+func batchLine(ps map[int64]*pending, p *pending, batches *map[int64]linePos) linePos {
+	if line, ok := (*batches)[p.batchFirst]; ok {
+		return line
+	}
+	var line linePos
+	for id := p.batchFirst; id <= p.batchLast; id++ {
+		if q := ps[id]; q != nil && q.line.set {
+			line = q.line
+			break
+		}
+	}
+	if *batches == nil {
+		*batches = make(map[int64]linePos)
+	}
+	(*batches)[p.batchFirst] = line
+	return line
+}
+
 // failCalls ends the outgoing side with cause: every call in flight, and
-// every later one, fails with an error wrapping ErrClosed and cause.
-func (c *callTable) failCalls(cause error) {
+// every later one, fails with an error wrapping ErrClosed and cause. out,
+// if not nil, is the output the calls' requests went to: a call whose
+// line it tells none of went out, as it failed, did not run.
+func (c *callTable) failCalls(cause error, out *lineWriter) {
 	c.pmu.Lock()
 	if c.callErr != nil {
 		c.pmu.Unlock()
@@ -111,10 +140,29 @@ func (c *callTable) failCalls(cause error) {
 	c.awaiting.Store(0)
 	c.pmu.Unlock()
 	// Each was handed to the writer, or is about to be: the peer may
-	// have run it (see MayHaveRun, and call for the calls that were not).
+	// have run it (see MayHaveRun, and call for the calls that were not),
+	// unless the writer failed before its line.
 	err := sent(c.callErr)
+	if out != nil && len(ps) > 0 {
+		var batches map[int64]linePos // each batch's line, by its first id
+		out.mu.Lock()
+		for _, p := range ps {
+			p.err = err
+			line := p.line
+			if p.batchFirst != 0 {
+				line = batchLine(ps, p, &batches)
+			}
+			if !out.wentOutLocked(line) {
+				p.err = c.callErr
+			}
+		}
+		out.mu.Unlock()
+	} else {
+		for _, p := range ps {
+			p.err = err
+		}
+	}
 	for _, p := range ps {
-		p.err = err
 		p.done <- struct{}{}
 	}
 }

@@ -267,7 +267,7 @@ func (c *conn) abort(cause error) {
 		c.queue, c.ordered = nil, nil
 		c.mu.Unlock()
 		c.out.fail(&closedError{cause: cause})
-		c.failCalls(cause)
+		c.failCalls(cause, c.out)
 		c.cancel(cause)
 		close(c.aborted)
 	})

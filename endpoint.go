@@ -184,7 +184,7 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 // from any goroutine.
 func (c *Conn) Close() error {
 	c.c.stopReading(ErrClosed, true)
-	c.c.failCalls(nil)
+	c.c.failCalls(nil, c.c.out)
 	c.c.cancel(ErrClosed)
 	t := time.NewTimer(c.c.grace)
 	defer t.Stop()

@@ -372,7 +372,7 @@ func writeAll(t *testing.T, lw *lineWriter, msgs []string) {
 		case 0:
 			require.NoError(t, lw.append(add, i%2 == 0))
 		case 1:
-			require.NoError(t, lw.appendCtx(t.Context(), add))
+			require.NoError(t, lw.appendCtx(t.Context(), add, nil))
 		case 2:
 			require.True(t, lw.tryAppend(add))
 		case 3:

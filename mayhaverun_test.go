@@ -3,6 +3,7 @@ package jsonrpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"sync"
@@ -253,20 +254,47 @@ func TestMayHaveRunFailedWrite(t *testing.T) {
 		{"a part written", 10, true},
 		{"all but the newline", len(request) - 1, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			checkLeaks(t)
-			pr, pw := io.Pipe()
-			w := &shortWriter{n: tc.n}
-			c := jsonrpc.NewConn(pr, w, nil)
-			err := c.Call(context.Background(), "m", nil, nil)
-			require.ErrorIs(t, err, jsonrpc.ErrClosed)
-			assert.Equal(t, tc.ran, jsonrpc.MayHaveRun(err), "%v", err)
-			w.mu.Lock()
-			assert.Equal(t, request[:tc.n], string(w.took))
-			w.mu.Unlock()
-			_ = pw.Close()
-			_ = c.Close()
-		})
+		// A call whose ctx can end buffers its request, which a
+		// goroutine of the connection's writes; one whose ctx cannot
+		// writes it itself.
+		for _, cancellable := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/cancellable=%v", tc.name, cancellable), func(t *testing.T) {
+				checkLeaks(t)
+				pr, pw := io.Pipe()
+				w := &shortWriter{n: tc.n}
+				c := jsonrpc.NewConn(pr, w, nil)
+				ctx := context.Background()
+				if cancellable {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					defer cancel()
+				}
+				err := c.Call(ctx, "m", nil, nil)
+				require.ErrorIs(t, err, jsonrpc.ErrClosed)
+				assert.Equal(t, tc.ran, jsonrpc.MayHaveRun(err), "%v", err)
+				w.mu.Lock()
+				assert.Equal(t, request[:tc.n], string(w.took))
+				w.mu.Unlock()
+				_ = pw.Close()
+				_ = c.Close()
+			})
+		}
+	}
+	// So do the calls of a batch, one line for all.
+	for _, n := range []int{0, 10} {
+		pr, pw := io.Pipe()
+		c := jsonrpc.NewConn(pr, &shortWriter{n: n}, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		a, b := &jsonrpc.BatchCall{Method: "a"}, &jsonrpc.BatchCall{Method: "b"}
+		err := c.Batch(ctx, &jsonrpc.BatchCall{Method: "n", Notify: true}, a, b)
+		cancel()
+		assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+		for _, bc := range []*jsonrpc.BatchCall{a, b} {
+			assert.ErrorIs(t, bc.Err, jsonrpc.ErrClosed)
+			assert.Equal(t, n > 0, jsonrpc.MayHaveRun(bc.Err), "batch, %d bytes written: %v", n, bc.Err)
+		}
+		_ = pw.Close()
+		_ = c.Close()
 	}
 }
 

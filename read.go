@@ -93,7 +93,7 @@ func (c *conn) serve(ctx context.Context) error {
 	c.mu.Lock()
 	err := c.endErr
 	c.mu.Unlock()
-	c.failCalls(err)
+	c.failCalls(err, c.out)
 	if err == nil || errors.Is(err, io.EOF) {
 		err = c.out.Err()
 	}
@@ -192,7 +192,7 @@ func (c *conn) readLoop(rs *readState, detach bool) {
 			}
 			c.stopReading(err, false)
 			if !c.in.IsClosed() {
-				c.failCalls(err) // no response can come any more
+				c.failCalls(err, c.out) // no response can come any more
 			}
 			if c.ended != nil && c.stopping.Load() != readDrain {
 				// (Shutdown, draining, waits for the work in flight

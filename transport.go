@@ -143,14 +143,14 @@ func (lw *lineWriter) appendSent(add func([]byte) []byte) (out bool, err error) 
 	if err := lw.lockRoom(); err != nil {
 		return false, err
 	}
-	gen, start := lw.gen, len(lw.buf)
+	pos := linePos{gen: lw.gen, at: len(lw.buf), set: true}
 	lw.addLine(add)
 	if err = lw.flushLocked(); err == nil {
 		return true, nil
 	}
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	return lw.gen > gen && (lw.failGen != gen+1 || lw.failN > start), err
+	return lw.wentOutLocked(pos), err
 }
 
 // take takes the buffer to be written, and returns it with its
@@ -240,7 +240,7 @@ func growOutput(b []byte) []byte {
 // it: the caller arranges for a flush. While the buffer is full, it waits
 // until there is room or ctx ends; then it adds nothing and returns
 // ctx.Err(), as it does at once if ctx has ended already.
-func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) error {
+func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte, pos *linePos) error {
 	if err := ctx.Err(); err != nil {
 		return err // not sent: see MayHaveRun
 	}
@@ -265,9 +265,31 @@ func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte) er
 		lw.mu.Unlock()
 		return err
 	}
+	if pos != nil {
+		*pos = linePos{gen: lw.gen, at: len(lw.buf), set: true}
+	}
 	lw.addLine(add)
 	lw.mu.Unlock()
 	return nil
+}
+
+// A linePos is where a line was added to a lineWriter's buffers: in
+// buffer gen, at offset at. It is guarded by the writer's mutex.
+type linePos struct {
+	gen uint64
+	at  int
+	set bool
+}
+
+// wentOutLocked reports whether the line added at pos may have gone out
+// to the writer, or may still go: it did not only when the writer has
+// failed (nothing more is written) before the line's first byte. A line
+// whose place is not known may have gone out.
+func (lw *lineWriter) wentOutLocked(pos linePos) bool {
+	if !pos.set || lw.err == nil {
+		return true
+	}
+	return lw.gen > pos.gen && (lw.failGen != pos.gen+1 || lw.failN > pos.at)
 }
 
 // cancelRoom is how far past highWater tryAppend still adds a line: room
