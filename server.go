@@ -46,8 +46,10 @@ type Server struct {
 	// {"reason":"server memory budget"}), and did not run (see
 	// [MayHaveRun]); an HTTP request whose body does not fit gets 503,
 	// with Retry-After and an ErrOverloaded answer with a null id. A
-	// connection that needs a larger buffer for the line it reads waits
-	// for room instead, and while one waits all other new work is shed,
+	// connection that needs a larger buffer for the line it reads, or
+	// room for a notification that would be queued (which cannot be
+	// refused in a word, and which the requests after it may count on),
+	// waits for room instead, and while one waits all other new work is shed,
 	// so that what is held drains and that connection is served: none is
 	// starved for good. A request or line larger than the budget itself
 	// is let through once nothing else is held. SECURITY.md gives the
