@@ -767,6 +767,32 @@ func TestHTTPClientBatchLoneError(t *testing.T) {
 	}
 }
 
+// sseCall makes a call to a server that answers it with an event stream
+// written in chunks, each flushed, in which NOTE stands for a
+// notification and ANSWER for the call's answer, result 7; it returns
+// the result, the notifications handed over and the call's error.
+func sseCall(t *testing.T, chunks ...string) (n int, notes int64, err error) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ ID json.RawMessage }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, c := range chunks {
+			c = strings.ReplaceAll(c, "NOTE", `{"jsonrpc":"2.0","method":"note","params":[1]}`)
+			c = strings.ReplaceAll(c, "ANSWER", `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":7}`)
+			_, _ = io.WriteString(w, c)
+			http.NewResponseController(w).Flush()
+		}
+	}))
+	defer ts.Close()
+	var seen atomic.Int64
+	c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t), OnNotify: func(*jsonrpc.Request) { seen.Add(1) }}
+	err = c.Call(t.Context(), "m", nil, &n)
+	return n, seen.Load(), err
+}
+
 // The lines of server-sent events end with "\r\n", "\n" or a lone "\r",
 // in any mix, also when a "\r\n" is split between two writes: the client
 // reads the answer of each such stream, and a notification before it.
@@ -779,28 +805,10 @@ func TestHTTPClientSSELineEndings(t *testing.T) {
 		"mixed":      {": hello\r\ndata: NOTE\r\n\rdata: ANSWER\n\r"},
 		"CRLF split": {"data: NOTE\r", "\n\r", "\ndata:", " ANSWER\r", "\n", "\r", "\n"},
 	} {
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var req struct{ ID json.RawMessage }
-			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			w.Header().Set("Content-Type", "text/event-stream")
-			for _, c := range chunks {
-				c = strings.ReplaceAll(c, "NOTE", `{"jsonrpc":"2.0","method":"note","params":[1]}`)
-				c = strings.ReplaceAll(c, "ANSWER", `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":7}`)
-				_, _ = io.WriteString(w, c)
-				http.NewResponseController(w).Flush()
-			}
-		}))
-		var notes atomic.Int64
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t), OnNotify: func(*jsonrpc.Request) { notes.Add(1) }}
-		var n int
-		err := c.Call(t.Context(), "m", nil, &n)
-		ts.Close()
+		n, notes, err := sseCall(t, chunks...)
 		assert.NoError(t, err, name)
 		assert.Equal(t, 7, n, name)
-		assert.Equal(t, int64(1), notes.Load(), "%s: notifications", name)
+		assert.Equal(t, int64(1), notes, "%s: notifications", name)
 	}
 }
 
@@ -817,22 +825,7 @@ func TestHTTPClientSSECutEvent(t *testing.T) {
 		"notification, no end":     "data: NOTE\n",
 		"two data lines, no blank": "data: NOTE\n\ndata: ANSWER\ndata: \n",
 	} {
-		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var req struct{ ID json.RawMessage }
-			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			w.Header().Set("Content-Type", "text/event-stream")
-			body := strings.ReplaceAll(body, "NOTE", `{"jsonrpc":"2.0","method":"note","params":[1]}`)
-			body = strings.ReplaceAll(body, "ANSWER", `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":7}`)
-			_, _ = io.WriteString(w, body)
-		}))
-		var notes atomic.Int64
-		c := &jsonrpc.HTTPClient{URL: ts.URL, HTTP: newTransportClient(t), OnNotify: func(*jsonrpc.Request) { notes.Add(1) }}
-		var n int
-		err := c.Call(t.Context(), "m", nil, &n)
-		ts.Close()
+		n, notes, err := sseCall(t, body)
 		assert.Error(t, err, name)
 		assert.True(t, jsonrpc.MayHaveRun(err), "%s: %v", name, err)
 		assert.Zero(t, n, name)
@@ -840,7 +833,7 @@ func TestHTTPClientSSECutEvent(t *testing.T) {
 		if strings.HasPrefix(body, "data: NOTE\n\n") {
 			want = 1
 		}
-		assert.Equal(t, want, notes.Load(), "%s: notifications", name)
+		assert.Equal(t, want, notes, "%s: notifications", name)
 	}
 }
 
