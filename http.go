@@ -297,27 +297,59 @@ func notRunAnswers(body []byte, maxBatch int) []byte {
 	return nil
 }
 
-// acceptsJSON reports whether an Accept header takes application/json:
-// it is absent, or names it, application/* or */* at a quality above 0.
+// acceptsJSON reports whether Accept headers take application/json: they
+// are absent, or give it a quality above 0 (see qualities).
 func acceptsJSON(accept []string) bool {
+	qJSON, _, _ := qualities(accept)
+	return qJSON > 0
+}
+
+// qualities reads Accept headers: the quality they give plain JSON, by
+// the most specific range that matches it (application/json, else
+// application/*, else */*, as RFC 9110 says), and those of
+// text/event-stream and application/x-ndjson, which count only where
+// named. A type that no range matches has quality -1, except that no
+// header at all takes JSON at 1. An entry that does not parse, or whose
+// q is not a number from 0 to 1, is skipped.
+func qualities(accept []string) (qJSON, qSSE, qND float64) {
 	if len(accept) == 0 {
-		return true
+		return 1, -1, -1
 	}
+	qJSON, qSSE, qND = -1, -1, -1
+	qApp, qAny := -1.0, -1.0
 	for _, h := range accept {
 		for part := range strings.SplitSeq(h, ",") {
 			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 			if err != nil {
 				continue
 			}
-			switch mt {
-			case contentJSON, "application/*", "*/*":
-				if q, err := strconv.ParseFloat(params["q"], 64); params["q"] == "" || err == nil && q > 0 {
-					return true
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if q, err = strconv.ParseFloat(v, 64); err != nil || !(q >= 0 && q <= 1) {
+					continue
 				}
+			}
+			switch mt {
+			case contentJSON:
+				qJSON = max(qJSON, q)
+			case "application/*":
+				qApp = max(qApp, q)
+			case "*/*":
+				qAny = max(qAny, q)
+			case contentSSE:
+				qSSE = max(qSSE, q)
+			case contentNDJSON:
+				qND = max(qND, q)
 			}
 		}
 	}
-	return false
+	if qJSON < 0 {
+		qJSON = qApp
+	}
+	if qJSON < 0 {
+		qJSON = qAny
+	}
+	return qJSON, qSSE, qND
 }
 
 // httpRequestState is what ServeHTTP allocates for a request, in one
@@ -497,38 +529,13 @@ type httpAccept struct {
 }
 
 // negotiate reads Accept headers. A streaming type is chosen only when it
-// is named, at a quality at least that of application/json.
+// is named, at a quality at least that of application/json (see
+// qualities).
 func negotiate(accept []string) httpAccept {
 	if len(accept) == 1 && accept[0] == contentJSON {
 		return httpAccept{stream: framePlain} // the common case, without mime's allocations
 	}
-	var qJSON, qSSE, qND float64 = -1, -1, -1
-	none := len(accept) == 0
-	for _, h := range accept {
-		for part := range strings.SplitSeq(h, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			q := 1.0
-			if v, ok := params["q"]; ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
-					q = f
-				}
-			}
-			switch mt {
-			case contentJSON, "application/*", "*/*":
-				qJSON = max(qJSON, q)
-			case contentSSE:
-				qSSE = max(qSSE, q)
-			case contentNDJSON:
-				qND = max(qND, q)
-			}
-		}
-	}
-	if none {
-		qJSON = 1
-	}
+	qJSON, qSSE, qND := qualities(accept)
 	best, q := framePlain, 0.0
 	if qSSE > 0 && qSSE >= qND {
 		best, q = frameSSE, qSSE

@@ -96,3 +96,26 @@ func TestReadBodyGrowsWithWhatArrives(t *testing.T) {
 		})
 	}
 }
+
+// acceptsJSON takes the quality of application/json from the most
+// specific range that matches it.
+func TestAcceptsJSON(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"":                                    false,
+		"application/json":                    true,
+		"*/*":                                 true,
+		"text/html":                           false,
+		"application/json;q=0, */*":           false,
+		"application/*;q=0, */*":              false,
+		"application/json;q=0.1, */*;q=0":     true,
+		"application/*, application/json;q=0": false,
+		"application/json;q=2, text/html":     false,
+	} {
+		if got := acceptsJSON([]string{accept}); got != want {
+			t.Errorf("acceptsJSON(%q) = %v; want %v", accept, got, want)
+		}
+	}
+	if !acceptsJSON(nil) {
+		t.Error("acceptsJSON(no header) = false; want true")
+	}
+}

@@ -194,6 +194,12 @@ func TestHTTPStreaming(t *testing.T) {
 		{"ndjson over sse", "application/x-ndjson, text/event-stream;q=0.9", two, "application/x-ndjson", note(0) + "\n" + note(1) + "\n" + answer + "\n"},
 		{"sse at q=0", "text/event-stream;q=0", two, "application/json", answer + "\n"},
 		{"unusable Accept", "text/html", two, "application/json", answer + "\n"},
+		// The most specific range that matches application/json gives
+		// its quality (RFC 9110, 12.5.1): not a wildcard's higher one.
+		{"json below sse, wildcard", "application/json;q=0.2, text/event-stream;q=0.5, */*", none, "text/event-stream", sse(answer)},
+		{"json refused, application/*", "application/json;q=0, text/event-stream;q=0.5, application/*", two, "text/event-stream", sse(note(0), note(1), answer)},
+		{"application/* below sse", "application/*;q=0.3, */*, text/event-stream;q=0.5", none, "text/event-stream", sse(answer)},
+		{"malformed q skipped", "application/json;q=abc, text/event-stream;q=0.5", none, "text/event-stream", sse(answer)},
 		{"stream items", "text/event-stream", `{"jsonrpc":"2.0","id":7,"method":"count","params":{"N":2}}`, "text/event-stream",
 			sse(`{"jsonrpc":"2.0","method":"$/stream","params":{"id":7,"item":0}}`, `{"jsonrpc":"2.0","method":"$/stream","params":{"id":7,"item":1}}`, `{"jsonrpc":"2.0","id":7,"result":2}`)},
 	}
