@@ -148,8 +148,10 @@ func (c *conn) cancelIn(name []byte) *incomingCancel {
 // unanswered, it is answered with CodeRequestCancelled at once. OnCancel
 // then learns what the cancel reached. own holds, by key (see activeKey),
 // the requests of the batch that carried the cancel, which are not in the
-// table yet (see cancelDeferred); nil outside a batch.
-func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte, own map[string][]*reqCtx) {
+// table yet (see cancelDeferred); nil outside a batch. With again set,
+// the cancel was handled once already, for a batch now built again: it
+// reaches only own, and OnCancel is not told a second time.
+func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte, own map[string][]*reqCtx, again bool) {
 	if len(params) == 0 || params[0] != '{' {
 		return
 	}
@@ -172,9 +174,12 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte, own 
 		return
 	}
 	key := activeKey(string(id))
-	c.mu.Lock()
-	list := c.takeActiveLocked(key)
-	c.mu.Unlock()
+	var list []*reqCtx
+	if !again {
+		c.mu.Lock()
+		list = c.takeActiveLocked(key)
+		c.mu.Unlock()
+	}
 	if mine := own[key]; len(mine) > 0 {
 		list = append(list, mine...)
 		delete(own, key)
@@ -206,6 +211,9 @@ func (c *conn) cancelFrom(rs *readState, in *incomingCancel, params []byte, own 
 			running++ // it started meanwhile
 		}
 		rc.cancel(cause)
+	}
+	if again {
+		return
 	}
 	if running+queued == 0 {
 		c.log.Debug("jsonrpc: a cancel reached no request: none in flight, or all cancelled already", slog.String("id", string(id)))

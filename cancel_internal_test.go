@@ -42,7 +42,7 @@ func TestCancelOfHandedOffRequestCountsWhatRuns(t *testing.T) {
 			c.mu.Lock()
 			c.registerInlineLocked(rc)
 			c.mu.Unlock()
-			c.cancelFrom(rs, &c.cancelIns[0], []byte(`{"`+conv.idMember()+`":7}`), nil)
+			c.cancelFrom(rs, &c.cancelIns[0], []byte(`{"`+conv.idMember()+`":7}`), nil, false)
 			if running != 1 || queued != 0 {
 				t.Fatalf("OnCancel got running=%d queued=%d, want 1 and 0", running, queued)
 			}

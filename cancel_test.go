@@ -349,3 +349,110 @@ func TestCancelEscapedID(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelInQueuedBatch: a cancel reaches the requests of its own batch
+// when the batch is queued rather than run on the reader, here because a
+// method in it is known to be slow. The request never runs; it is
+// answered as cancelled, or not at all under MCP's convention, and
+// OnCancel is told once.
+func TestCancelInQueuedBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		conv   jsonrpc.Cancellation
+		cancel string // a cancel notification, %s standing for the id
+		answer string // the batch's answer
+	}{
+		{
+			name:   "lsp",
+			cancel: `{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":%s}}`,
+			answer: `[{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}},{"jsonrpc":"2.0","id":3,"result":"quick"}]`,
+		},
+		{
+			name:   "mcp",
+			conv:   mcpCancel,
+			cancel: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s}}`,
+			answer: `[{"jsonrpc":"2.0","id":3,"result":"quick"}]`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			started := make(chan string, 2)
+			gate := make(chan struct{})
+			defer close(gate)
+			mux := new(jsonrpc.Mux)
+			mux.HandleFunc("wait", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+				started <- req.ID.String()
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-gate:
+					return "not cancelled", nil
+				}
+			})
+			mux.HandleFunc("quick", func(context.Context, *jsonrpc.Request) (any, error) {
+				return "quick", nil
+			})
+			onCancel, seen := cancelRecorder()
+			in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Cancellation: tc.conv, OnCancel: onCancel}})
+			send := func(line string) {
+				t.Helper()
+				_, err := io.WriteString(in, line+"\n")
+				require.NoError(t, err)
+			}
+
+			// The cancel is read only once reading has been handed off,
+			// which marks "wait" slow.
+			send(`{"jsonrpc":"2.0","id":1,"method":"wait"}`)
+			assert.Equal(t, "1", recv(t, started, "the request that holds the reader up"))
+			send(fmt.Sprintf(tc.cancel, "1"))
+			assert.Equal(t, 1, recv(t, seen, "the cancel of the running request").running)
+			if !tc.conv.Unanswered {
+				assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"Request cancelled"}}`, h3Recv(t, lines, "the running request's answer"))
+			}
+
+			send(`[{"jsonrpc":"2.0","id":2,"method":"wait"},` + fmt.Sprintf(tc.cancel, "2") + `,{"jsonrpc":"2.0","id":3,"method":"quick"}]`)
+			assert.Equal(t, 1, recv(t, seen, "the cancel in the batch").queued)
+			assert.JSONEq(t, tc.answer, h3Recv(t, lines, "the batch's answer"))
+			assertNone(t, started, "the cancelled request starting")
+			assertNone(t, seen, "a second report of the cancel in the batch")
+		})
+	}
+}
+
+// TestCancelInBatchInOrder: a cancel reaches the requests of its own batch
+// when the batch is queued to wait, in order, for a request outside the
+// order that runs off the reader.
+func TestCancelInBatchInOrder(t *testing.T) {
+	checkLeaks(t)
+	started := make(chan string, 2)
+	gate := make(chan struct{})
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("block", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		started <- req.ID.String()
+		<-gate
+		return "unblocked", nil
+	})
+	mux.HandleFunc("wait", func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+		started <- req.ID.String()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	onCancel, seen := cancelRecorder()
+	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Order: jsonrpc.Order{Requests: []string{"wait"}}, OnCancel: onCancel}})
+	send := func(line string) {
+		t.Helper()
+		_, err := io.WriteString(in, line+"\n")
+		require.NoError(t, err)
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+	assert.Equal(t, "1", recv(t, started, "the request that holds the reader up"))
+	// The batch is read once reading has been handed off, and waits for
+	// the request before it.
+	send(`[{"jsonrpc":"2.0","id":2,"method":"wait"},{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}]`)
+	assert.Equal(t, cancelSeen{"2", "$/cancelRequest", "", 0, 1}, recv(t, seen, "the cancel in the batch"))
+	close(gate)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":"unblocked"}`, h3Recv(t, lines, "the blocked request"))
+	assert.JSONEq(t, `[{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}]`, h3Recv(t, lines, "the batch's answer"))
+	assertNone(t, started, "the cancelled request starting")
+	assertNone(t, seen, "a second report of the cancel")
+}

@@ -63,7 +63,8 @@ func (u *unit) slow() bool {
 // too; valid responses from the peer are delivered.
 //
 // Messages of a batch that are not work for a handler (see route) are
-// routed when act is set, and skipped otherwise.
+// routed when act is set, and skipped otherwise, but for its cancels,
+// which still reach its requests.
 func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
 	u.tasks = u.tasks[:0]
 	u.batch = kind == lineBatch
@@ -98,6 +99,10 @@ func (c *conn) buildUnit(rs *readState, u *unit, kind lineKind, act bool) {
 type deferredCancel struct {
 	in     *incomingCancel
 	params []byte
+	// again is set for a line routed once already, whose cancel reached
+	// the requests in flight then: it now reaches only the batch's own
+	// requests, built again, and is not reported again.
+	again bool
 }
 
 // cancelDeferred applies the cancels of the batch just built into u: each
@@ -116,7 +121,7 @@ func (c *conn) cancelDeferred(rs *readState, u *unit) {
 		}
 	}
 	for i, d := range rs.deferred {
-		c.cancelFrom(rs, d.in, d.params, own)
+		c.cancelFrom(rs, d.in, d.params, own, d.again)
 		rs.deferred[i] = deferredCancel{} // the params lie in the line
 	}
 	rs.deferred = rs.deferred[:0]
@@ -168,7 +173,8 @@ func (c *conn) addTask(rs *readState, u *unit, e *envelope, inBatch bool) {
 // handler: a cancel notification, a response to a call of ours, an item of
 // one of our streams, or a notification for OnNotify. It
 // reports whether e was one; act=false only reports, for a line whose
-// messages were routed once already.
+// messages were routed once already, except that a cancel in a batch
+// still reaches the batch's own requests, which are new.
 func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 	if !e.object {
 		return false
@@ -203,11 +209,12 @@ func (c *conn) route(rs *readState, e *envelope, act bool) bool {
 	switch {
 	case cancel:
 		switch {
-		case !act:
 		case rs.inBatch:
-			rs.deferred = append(rs.deferred, deferredCancel{in: in, params: e.params})
-		default:
-			c.cancelFrom(rs, in, e.params, nil)
+			// Built again (act=false), a batch's own requests are new,
+			// and the cancel must reach them too.
+			rs.deferred = append(rs.deferred, deferredCancel{in: in, params: e.params, again: !act})
+		case act:
+			c.cancelFrom(rs, in, e.params, nil, false)
 		}
 		return true
 	case item && c.streamItem(e.params, act):
