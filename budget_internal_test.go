@@ -317,6 +317,45 @@ func TestEntryCostCoversATask(t *testing.T) {
 	}
 }
 
+// A batch handed off from the reader is charged its requests, as a
+// queued batch is, besides its read buffer, and gives them back when it
+// ends.
+func TestHandedOffBatchChargesItsEntries(t *testing.T) {
+	s, release := budgetServer(64 << 20)
+	a, served := servePipe(s)
+	read := make(chan int)
+	go func() {
+		n := 0
+		sc := bufio.NewScanner(a)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			n++
+		}
+		read <- n
+	}()
+	const n = 1000
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range n - 1 {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"echo"},`, i)
+	}
+	b.WriteString(`{"jsonrpc":"2.0","id":"last","method":"block"}]` + "\n")
+	if _, err := io.WriteString(a, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	// The batch runs on the reader until "block" holds it up; then
+	// reading is handed off.
+	want := int64((n - 1) * entryCost)
+	waitFor(t, "the handed-off batch to be charged its entries", func() bool { return s.memory().held.Load() >= want })
+	close(release)
+	waitFor(t, "the charge to be given back", func() bool { return s.memory().held.Load() == 0 })
+	a.Close()
+	<-served
+	if got := <-read; got != 1 {
+		t.Errorf("got %d answer lines, want 1", got)
+	}
+}
+
 func TestServerMemoryBudgetBoundUnderMixedLoad(t *testing.T) {
 	// Connections that send long lines, queue requests behind slow
 	// handlers and hand their readers off, all at once: every request is

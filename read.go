@@ -477,7 +477,8 @@ func (c *conn) releaseReader(rc *reqCtx) {
 // handoff passes the reading role on, if the reader is still busy with the
 // same unit.
 func (c *conn) handoff(rs *readState, s uint64) {
-	// The unit keeps the read buffer its requests lie in: that counts
+	// The unit keeps the read buffer its requests lie in, and a batch's
+	// requests cost more than their bytes (as in enqueue): that counts
 	// against the budget until the unit ends. The state changes under mu,
 	// so that the unit's goroutine, which learns of the handoff from the
 	// state, then sees all that goes with it (charged, off).
@@ -488,6 +489,12 @@ func (c *conn) handoff(rs *readState, s uint64) {
 	}
 	c.live++
 	rs.charged = int(rs.bufSize.Load())
+	if n := len(rs.unit.tasks); n > 1 {
+		rs.charged += (n - 1) * entryCost
+	}
+	// The unit needs none of the envelopes the batch was scanned into,
+	// and its goroutine reads no more lines: let them go.
+	rs.batch = nil
 	c.held.Add(int64(rs.charged))
 	c.mem.take(rs.charged)
 	// The handler that held the reader up now holds a slot, and its unit
