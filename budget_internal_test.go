@@ -577,37 +577,52 @@ func TestParkedHandlersCountAgainstTheBudget(t *testing.T) {
 	<-read
 }
 
-// A notification queued behind a running request, when the server's
-// budget has no room for it, is not dropped (it could not be refused in
-// a word, and the requests after it would see a state without it): the
-// reader waits for room for it, and the request after it sees it.
-func TestServerMemoryBudgetKeepsNotifications(t *testing.T) {
-	s, release := budgetServer(100 << 10)
-	var notes atomic.Int64
-	mux := s.Handler.(*Mux)
-	mux.HandleFunc("note", func(context.Context, *Request) (any, error) { notes.Add(1); return nil, nil })
-	mux.HandleFunc("count", func(context.Context, *Request) (any, error) { return notes.Load(), nil })
-	p := newRawPeer(t, s)
-	p.send(1, "block", pad(10))
-	waitFor(t, "the blocked request to hold its read buffer", func() bool { return s.memory().held.Load() > 0 })
-	written := make(chan struct{})
-	go func() {
-		_, _ = fmt.Fprintf(p.c, `{"jsonrpc":"2.0","method":"note","params":%s}`+"\n", pad(60<<10))
-		close(written)
-	}()
-	waitFor(t, "the server to read the notification", func() bool {
-		select {
-		case <-written:
-			return true
-		default:
+// A notification queued behind a running request when the server's
+// budget has no room is dropped, as MaxMemory's doc says; with no server
+// budget (its advice for a protocol that cannot lose one), the request
+// after it sees it.
+func TestServerMemoryBudgetNotifications(t *testing.T) {
+	for _, max := range []int64{100 << 10, -1} {
+		s, release := budgetServer(max)
+		var notes atomic.Int64
+		mux := s.Handler.(*Mux)
+		mux.HandleFunc("note", func(context.Context, *Request) (any, error) { notes.Add(1); return nil, nil })
+		mux.HandleFunc("count", func(context.Context, *Request) (any, error) { return notes.Load(), nil })
+		p := newRawPeer(t, s)
+		p.send(1, "block", pad(10))
+		waitFor(t, "the blocked request to be handed off", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for c := range s.conns {
+				return c.held.Load() > 0
+			}
 			return false
+		})
+		written := make(chan struct{})
+		go func() {
+			_, _ = fmt.Fprintf(p.c, `{"jsonrpc":"2.0","method":"note","params":%s}`+"\n", pad(60<<10))
+			close(written)
+		}()
+		waitFor(t, "the server to read the notification", func() bool {
+			select {
+			case <-written:
+				return true
+			default:
+				return false
+			}
+		})
+		close(release)
+		p.answer(1)
+		if max > 0 {
+			waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
 		}
-	})
-	close(release)
-	p.answer(1)
-	waitFor(t, "the budget to empty", func() bool { return s.memory().held.Load() == 0 })
-	p.send(2, "count", "[]")
-	if r := p.answer(2); r.Error != nil || string(r.Result) != "1" {
-		t.Errorf("the request after the notification: %s, %v; want 1 (the notification kept)", r.Result, r.Error)
+		p.send(2, "count", "[]")
+		want := "1"
+		if max > 0 {
+			want = "0"
+		}
+		if r := p.answer(2); r.Error != nil || string(r.Result) != want {
+			t.Errorf("MaxMemory %d: the request after the notification: %s, %v; want %s", max, r.Result, r.Error, want)
+		}
 	}
 }

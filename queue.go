@@ -40,17 +40,10 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	}
 	if !c.mem.tryTake(cost, c.in.charged) {
 		// The server's budget has no room: shed the line rather than
-		// hold it, unless it holds a notification, which cannot be
-		// refused in a word: dropped, it would be lost unseen, and
-		// the handlers after it would see a state without it. For
-		// those, the reader waits for room as for a larger buffer
-		// (see memBudget.grow).
+		// hold it.
 		c.mu.Unlock()
-		if !c.holdsNotification(rs, line) || !c.mem.grow(c.in, cost, &c.held, c.readStopped, c.aborted) {
-			c.refuse(rs, line, act, errServerFull)
-			return
-		}
-		c.mu.Lock()
+		c.refuse(rs, line, act, errServerFull)
+		return
 	}
 	c.held.Add(int64(cost))
 	c.mu.Unlock()
@@ -86,24 +79,6 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	}
 	c.admitLocked(u)
 	c.startLocked(u)
-}
-
-// holdsNotification reports whether line, a message or a batch, holds a
-// notification.
-func (c *conn) holdsNotification(rs *readState, line []byte) bool {
-	var kind lineKind
-	kind, rs.batch = scanLine(line, &rs.env, rs.batch, c.maxBatch)
-	switch kind {
-	case lineObject:
-		return rs.env.method != nil && rs.env.id == nil
-	case lineBatch:
-		for i := range rs.batch {
-			if rs.batch[i].method != nil && rs.batch[i].id == nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // startLocked runs u, admitted, on a worker of its own if a slot is free,

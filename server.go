@@ -45,13 +45,15 @@ type Server struct {
 	// be queued is answered at once with [ErrOverloaded] (data
 	// {"reason":"server memory budget"}), and did not run (see
 	// [MayHaveRun]); an HTTP request whose body does not fit gets 503,
-	// with Retry-After and an ErrOverloaded answer with a null id. A
-	// connection that needs a larger buffer for the line it reads, or
-	// room for a notification that would be queued (which cannot be
-	// refused in a word, and which the requests after it may count on),
-	// waits for room instead, and while one waits all other new work is shed,
-	// so that what is held drains and that connection is served: none is
-	// starved for good. A request or line larger than the budget itself
+	// with Retry-After and an ErrOverloaded answer with a null id.
+	// Notifications in a line that would be queued are dropped then
+	// (logged at Debug), as nothing can tell their peer: a protocol that
+	// cannot lose one (an editor's document changes) should set MaxMemory
+	// negative and rely on [Options.MaxPendingBytes], whose reader waits
+	// rather than drops. A connection that needs a larger buffer for the
+	// line it reads waits for room instead, and while one waits all other
+	// new work is shed, so that what is held drains and that connection
+	// is served: none is starved for good. A request or line larger than the budget itself
 	// is let through once nothing else is held. SECURITY.md gives the
 	// worst case in bytes.
 	MaxMemory int64
