@@ -841,3 +841,49 @@ func TestHTTPClientSSECutEvent(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// statusWatch is a ResponseWriter that notes whether a status was
+// written.
+type statusWatch struct {
+	http.ResponseWriter
+	wrote atomic.Int32
+}
+
+func (w *statusWatch) WriteHeader(code int) {
+	w.wrote.Store(int32(code))
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWatch) Write(p []byte) (int, error) {
+	w.wrote.CompareAndSwap(0, http.StatusOK)
+	return w.ResponseWriter.Write(p)
+}
+
+// Server.Shutdown returns once the responses of the HTTP requests in
+// flight are written, their status too: a body of notifications gets its
+// 202 after its connection has finished. (Each round is a race that the
+// old code lost a few times in a few hundred.)
+func TestHTTPShutdownWaitsForTheStatus(t *testing.T) {
+	checkLeaks(t)
+	for i := range 300 {
+		started := make(chan struct{})
+		mux := new(jsonrpc.Mux)
+		mux.HandleFunc("slow", func(context.Context, *jsonrpc.Request) (any, error) {
+			close(started)
+			time.Sleep(time.Millisecond)
+			return nil, nil
+		})
+		srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+		req := httptest.NewRequest("POST", "/", strings.NewReader(`{"jsonrpc":"2.0","method":"slow"}`))
+		req.Header.Set("Content-Type", "application/json")
+		w := &statusWatch{ResponseWriter: httptest.NewRecorder()}
+		done := make(chan struct{})
+		go func() { srv.ServeHTTP(w, req); close(done) }()
+		<-started
+		require.NoError(t, srv.Shutdown(t.Context()))
+		if got := w.wrote.Load(); got != http.StatusAccepted {
+			t.Fatalf("round %d: Shutdown returned with status %d written; want 202", i, got)
+		}
+		<-done
+	}
+}

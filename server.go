@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -53,13 +54,14 @@ type Server struct {
 	// rather than drops. A connection that needs a larger buffer for the
 	// line it reads waits for room instead, and while one waits all other
 	// new work is shed, so that what is held drains and that connection
-	// is served: none is starved for good. A request or line larger than the budget itself
-	// is let through once nothing else is held. SECURITY.md gives the
-	// worst case in bytes.
+	// is served: none is starved for good. A request or line larger than
+	// the budget itself is let through once nothing else is held.
+	// SECURITY.md gives the worst case in bytes.
 	MaxMemory int64
 
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
+	untracked chan struct{} // closed when a connection leaves conns, made by a Shutdown that waits
 	listeners map[net.Listener]struct{}
 	closing   chan struct{} // closed by Shutdown and Close, made by trackListener
 	closed    bool
@@ -169,6 +171,10 @@ func (s *Server) addConn(c *conn) bool {
 func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.untracked != nil {
+		close(s.untracked)
+		s.untracked = nil
+	}
 	s.mu.Unlock()
 	c.mem.close() // what it still holds goes back to the budget
 }
@@ -211,8 +217,10 @@ func (s *Server) Close() error {
 
 // Shutdown stops every connection gracefully: it closes the listeners of
 // ServeListener, lets the requests already read finish and their
-// responses be written, and returns when all of that is done (also when a
-// reader sits in a Read that cannot be interrupted), or returns ctx.Err()
+// responses be written (over HTTP: to the ResponseWriter, status
+// included, which net/http sends as ServeHTTP returns), and returns when
+// all of that is done (also when a reader sits in a Read that cannot be
+// interrupted), or returns ctx.Err()
 // if ctx ends first. Unlike Close, it waits for handlers without limit
 // (StopGrace does not apply): give it a ctx with a deadline, and call
 // Close when that passes. Each Serve returns [ErrServerClosed], and so do
@@ -238,6 +246,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range cs {
 		select {
 		case <-c.finished:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// What serves a connection still writes after it has finished: the
+	// status of an HTTP response (202 for notifications), the last
+	// flush of Serve.
+	for {
+		s.mu.Lock()
+		left := slices.ContainsFunc(cs, func(c *conn) bool { _, ok := s.conns[c]; return ok })
+		if !left {
+			s.mu.Unlock()
+			break
+		}
+		if s.untracked == nil {
+			s.untracked = make(chan struct{})
+		}
+		untracked := s.untracked
+		s.mu.Unlock()
+		select {
+		case <-untracked:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
