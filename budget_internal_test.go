@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -588,6 +589,8 @@ func TestServerMemoryBudgetNotifications(t *testing.T) {
 		mux := s.Handler.(*Mux)
 		mux.HandleFunc("note", func(context.Context, *Request) (any, error) { notes.Add(1); return nil, nil })
 		mux.HandleFunc("count", func(context.Context, *Request) (any, error) { return notes.Load(), nil })
+		dropped := &logWatch{what: "dropped a notification"}
+		s.Logger = slog.New(slog.NewTextHandler(dropped, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		p := newRawPeer(t, s)
 		p.send(1, "block", pad(10))
 		waitFor(t, "the blocked request to be handed off", func() bool {
@@ -611,6 +614,9 @@ func TestServerMemoryBudgetNotifications(t *testing.T) {
 				return false
 			}
 		})
+		if max > 0 {
+			waitFor(t, "the notification to be dropped, and logged", dropped.seen.Load)
+		}
 		close(release)
 		p.answer(1)
 		if max > 0 {
@@ -625,4 +631,18 @@ func TestServerMemoryBudgetNotifications(t *testing.T) {
 			t.Errorf("MaxMemory %d: the request after the notification: %s, %v; want %s", max, r.Result, r.Error, want)
 		}
 	}
+}
+
+// logWatch is a log's writer that notes whether a line holding what was
+// written.
+type logWatch struct {
+	what string
+	seen atomic.Bool
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.what) {
+		w.seen.Store(true)
+	}
+	return len(p), nil
 }
