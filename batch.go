@@ -371,35 +371,33 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 		defer c.retakeSlot(rc)
 	}
 	defer b.collect()
-	var first error // the close that ended the batch, if any
+	var first error    // the close that ended the batch, if any
+	delivered := false // every call left has had its answer delivered
 	for i, bc := range calls {
 		if bc.Notify {
 			continue
 		}
 		p := &b.entries[i].p
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			// Calls still waiting are cancelled and fail with ctx's
-			// error; a call whose response is being delivered keeps it,
-			// and abandon waits for that. Only a batch that lost a call
-			// so was not completed.
-			abandoned := false
-			for j := i; j < len(calls); j++ {
-				if !calls[j].Notify && c.abandon(b.id(j), &b.entries[j].p) {
-					b.entries[j].p.err = sent(ctx.Err())
-					abandoned = true
+		if !delivered {
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+				// Calls still waiting are cancelled and fail with ctx's
+				// error; a call whose response is being delivered keeps
+				// it, and abandon waits for that. Only a batch that lost
+				// a call so was not completed.
+				abandoned := false
+				for j := i; j < len(calls); j++ {
+					if !calls[j].Notify && c.abandon(b.id(j), &b.entries[j].p) {
+						b.entries[j].p.err = sent(ctx.Err())
+						abandoned = true
+					}
 				}
-			}
-			if abandoned {
-				return ctx.Err()
-			}
-			for j := i; j < len(calls) && first == nil; j++ {
-				if err := b.entries[j].p.err; errors.Is(err, ErrClosed) && !calls[j].Notify {
-					first = err
+				if abandoned {
+					return ctx.Err()
 				}
+				delivered = true
 			}
-			return first
 		}
 		if errors.Is(p.err, ErrClosed) && first == nil {
 			first = p.err

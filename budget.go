@@ -13,10 +13,14 @@ import (
 // defaultMaxMemory is a Server's memory budget when its MaxMemory is zero.
 const defaultMaxMemory = 256 << 20
 
-// entryCost is what one more request of a queued batch costs against the
-// budgets besides its bytes in the line: its task and its context. (A
-// test holds it above their sizes.)
+// entryCost is what one more request of a batch queued or handed off
+// from the reader costs against the budgets besides its bytes in the
+// line: its task and its context. (A test holds it above their sizes.)
 const entryCost = 256
+
+// batchExtra is what a unit of n requests costs besides its line: its
+// requests after the first, at entryCost each.
+func batchExtra(n int) int { return max(n-1, 0) * entryCost }
 
 // errServerFull answers a request that the server's memory budget has no
 // room for: it did not run (see [MayHaveRun]).

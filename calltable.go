@@ -125,9 +125,9 @@ func batchLine(ps map[int64]*pending, p *pending, batches *map[int64]linePos) li
 }
 
 // failCalls ends the outgoing side with cause: every call in flight, and
-// every later one, fails with an error wrapping ErrClosed and cause. out,
-// if not nil, is the output the calls' requests went to: a call whose
-// line it tells none of went out, as it failed, did not run.
+// every later one, fails with an error wrapping ErrClosed and cause. out
+// is the output the calls' requests went to: a call whose line it tells
+// none of went out, as it failed, did not run.
 func (c *callTable) failCalls(cause error, out *lineWriter) {
 	c.pmu.Lock()
 	if c.callErr != nil {
@@ -143,25 +143,19 @@ func (c *callTable) failCalls(cause error, out *lineWriter) {
 	// have run it (see MayHaveRun, and call for the calls that were not),
 	// unless the writer failed before its line.
 	err := sent(c.callErr)
-	if out != nil && len(ps) > 0 {
-		var batches map[int64]linePos // each batch's line, by its first id
-		out.mu.Lock()
-		for _, p := range ps {
-			p.err = err
-			line := p.line
-			if p.batchFirst != 0 {
-				line = batchLine(ps, p, &batches)
-			}
-			if !out.wentOutLocked(line) {
-				p.err = c.callErr
-			}
+	var batches map[int64]linePos // each batch's line, by its first id
+	out.mu.Lock()
+	for _, p := range ps {
+		p.err = err
+		line := p.line
+		if p.batchFirst != 0 {
+			line = batchLine(ps, p, &batches)
 		}
-		out.mu.Unlock()
-	} else {
-		for _, p := range ps {
-			p.err = err
+		if !out.wentOutLocked(line) {
+			p.err = c.callErr
 		}
 	}
+	out.mu.Unlock()
 	for _, p := range ps {
 		p.done <- struct{}{}
 	}

@@ -53,9 +53,8 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	kind, rs.batch = scanLine(own, &rs.env, rs.batch, c.maxBatch)
 	u := &unit{cost: cost}
 	c.buildUnit(rs, u, kind, act)
-	if n := len(u.tasks); n > 1 {
+	if extra := batchExtra(len(u.tasks)); extra > 0 {
 		// A batch's requests cost more than their bytes.
-		extra := (n - 1) * entryCost
 		u.cost += extra
 		c.held.Add(int64(extra))
 		c.mem.take(extra)

@@ -488,10 +488,7 @@ func (c *conn) handoff(rs *readState, s uint64) {
 		return
 	}
 	c.live++
-	rs.charged = int(rs.bufSize.Load())
-	if n := len(rs.unit.tasks); n > 1 {
-		rs.charged += (n - 1) * entryCost
-	}
+	rs.charged = int(rs.bufSize.Load()) + batchExtra(len(rs.unit.tasks))
 	// The unit needs none of the envelopes the batch was scanned into,
 	// and its goroutine reads no more lines: let them go.
 	rs.batch = nil
