@@ -41,10 +41,10 @@ package jsonrpc
 // option on a bool, an escaped lone surrogate read as U+FFFD, all of which
 // v2 refuses), the names in a struct whose tags say what only json/v2
 // reads (a quoted name; the options inline, unknown, case, format: see
-// jsonFields), and the names inside a type with its own UnmarshalJSON. A plan follows types, not
-// values: a struct that an interface field of a caller's result value
-// already points to is decoded into by encoding/json's rules for names;
-// duplicates in it are still refused.
+// jsonFields), and the names inside a type with its own UnmarshalJSON. A
+// plan follows types, not values: a struct that an interface field of a
+// caller's result value already points to is decoded into by
+// encoding/json's rules for names; duplicates in it are still refused.
 
 import (
 	"bytes"
