@@ -74,11 +74,7 @@ func TestCancelVisible(t *testing.T) {
 			Logger:       slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		},
 	})
-	send := func(line string) {
-		t.Helper()
-		_, err := io.WriteString(in, line+"\n")
-		require.NoError(t, err)
-	}
+	send := lineSender(t, in)
 	next := func(what string) cancelSeen {
 		t.Helper()
 		select {
@@ -240,11 +236,7 @@ func TestCancelDuplicateMember(t *testing.T) {
 			mux := waitingMux(started)
 			onCancel, seen := cancelRecorder()
 			in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Cancellation: cc, OnCancel: onCancel}})
-			send := func(line string) {
-				t.Helper()
-				_, err := io.WriteString(in, line+"\n")
-				require.NoError(t, err)
-			}
+			send := lineSender(t, in)
 			cancel := func(params string) string {
 				return `{"jsonrpc":"2.0","method":"` + method + `","params":` + params + `}`
 			}
@@ -277,11 +269,7 @@ func TestCancelLaterBatchEntry(t *testing.T) {
 	started := make(chan struct{}, 2)
 	onCancel, seen := cancelRecorder()
 	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: waitingMux(started), OnCancel: onCancel}})
-	send := func(line string) {
-		t.Helper()
-		_, err := io.WriteString(in, line+"\n")
-		require.NoError(t, err)
-	}
+	send := lineSender(t, in)
 	send(`[{"jsonrpc":"2.0","id":5,"method":"wait"},{"jsonrpc":"2.0","id":6,"method":"wait"}]`)
 	recv(t, started, "the first entry running")
 	// The cancel is read only once reading has been handed off.
@@ -394,11 +382,7 @@ func TestCancelInQueuedBatch(t *testing.T) {
 			})
 			onCancel, seen := cancelRecorder()
 			in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Cancellation: tc.conv, OnCancel: onCancel}})
-			send := func(line string) {
-				t.Helper()
-				_, err := io.WriteString(in, line+"\n")
-				require.NoError(t, err)
-			}
+			send := lineSender(t, in)
 
 			// The cancel is read only once reading has been handed off,
 			// which marks "wait" slow.
@@ -439,11 +423,7 @@ func TestCancelInBatchInOrder(t *testing.T) {
 	})
 	onCancel, seen := cancelRecorder()
 	in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux, Order: jsonrpc.Order{Requests: []string{"wait"}}, OnCancel: onCancel}})
-	send := func(line string) {
-		t.Helper()
-		_, err := io.WriteString(in, line+"\n")
-		require.NoError(t, err)
-	}
+	send := lineSender(t, in)
 	send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
 	assert.Equal(t, "1", recv(t, started, "the request that holds the reader up"))
 	// The batch is read once reading has been handed off, and waits for
@@ -455,4 +435,14 @@ func TestCancelInBatchInOrder(t *testing.T) {
 	assert.JSONEq(t, `[{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}]`, h3Recv(t, lines, "the batch's answer"))
 	assertNone(t, started, "the cancelled request starting")
 	assertNone(t, seen, "a second report of the cancel")
+}
+
+// lineSender returns a function that writes a line, with its newline, to
+// in, the input of a server under test.
+func lineSender(t *testing.T, in io.Writer) func(line string) {
+	return func(line string) {
+		t.Helper()
+		_, err := io.WriteString(in, line+"\n")
+		require.NoError(t, err)
+	}
 }
