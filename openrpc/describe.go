@@ -26,13 +26,21 @@ const StreamNotification = "$/stream"
 // schema takes R's. Examples' values without a name take the names of
 // the params at their positions and of the result.
 //
+// A type that contains itself (a tree whose nodes hold nodes) is
+// defined once under the document's components (see
+// [Document.MarshalJSON]) and referred to as "#/components/schemas/"
+// and its Go name, such as "lsp.DocumentSymbol", from wherever it
+// occurs.
+//
 // Describe panics if a schema cannot be made for P or R (a channel, a
-// func, a map whose keys JSON cannot hold, a type that contains
-// itself), a programming error.
+// func, a map whose keys JSON cannot hold, two types of one name that
+// contain themselves), a programming error.
 func Describe[P, R any](m jsonrpc.Method[P, R], doc Method) Method {
-	fillParams(&doc, m.Name(), reflect.TypeFor[P]())
-	doc.Result = fillDescriptor(doc.Result, "result", reflect.TypeFor[R](), m.Name())
+	sm := newSchemaMaker(componentRefs)
+	fillParams(sm, &doc, m.Name(), reflect.TypeFor[P]())
+	doc.Result = fillDescriptor(sm, doc.Result, "result", reflect.TypeFor[R](), m.Name())
 	nameExamples(&doc)
+	doc.schemas = sm.defs
 	return doc
 }
 
@@ -41,7 +49,8 @@ func Describe[P, R any](m jsonrpc.Method[P, R], doc Method) Method {
 // named "count" unless given) and its items under Stream, whose Item is
 // named "item" with T's schema unless given. It panics as Describe does.
 func DescribeStream[P, T any](m jsonrpc.StreamMethod[P, T], doc Method) Method {
-	fillParams(&doc, m.Name(), reflect.TypeFor[P]())
+	sm := newSchemaMaker(componentRefs)
+	fillParams(sm, &doc, m.Name(), reflect.TypeFor[P]())
 	if doc.Result == nil {
 		doc.Result = &ContentDescriptor{Name: "count"}
 	}
@@ -54,9 +63,10 @@ func DescribeStream[P, T any](m jsonrpc.StreamMethod[P, T], doc Method) Method {
 	if doc.Stream.Notification == "" {
 		doc.Stream.Notification = StreamNotification
 	}
-	item := fillDescriptor(&doc.Stream.Item, "item", reflect.TypeFor[T](), m.Name())
+	item := fillDescriptor(sm, &doc.Stream.Item, "item", reflect.TypeFor[T](), m.Name())
 	doc.Stream.Item = *item
 	nameExamples(&doc)
+	doc.schemas = sm.defs
 	return doc
 }
 
@@ -64,8 +74,10 @@ func DescribeStream[P, T any](m jsonrpc.StreamMethod[P, T], doc Method) Method {
 // called name whose params are of type P, as [Describe] does, without a
 // result. It panics as Describe does.
 func DescribeNotification[P any](name string, doc Method) Method {
-	fillParams(&doc, name, reflect.TypeFor[P]())
+	sm := newSchemaMaker(componentRefs)
+	fillParams(sm, &doc, name, reflect.TypeFor[P]())
 	nameExamples(&doc)
+	doc.schemas = sm.defs
 	return doc
 }
 
@@ -82,16 +94,29 @@ func DescribeNotification[P any](name string, doc Method) Method {
 // string), and a json.RawMessage, is any JSON value. Other types have
 // the schemas [jsonschema.ForType] gives them.
 //
+// A type that contains itself, directly or through others, is defined
+// once under the schema's "$defs", named by its Go name (such as
+// "main.node"), and referred to from wherever it occurs, the schema's
+// root too, as "#/$defs/main.node"; the types that do not contain
+// themselves are written in place wherever they occur.
+//
 // SchemaFor panics if T has no schema, as [Describe] does.
 func SchemaFor[T any]() *jsonschema.Schema {
-	return schemaOf(reflect.TypeFor[T](), "SchemaFor")
+	sm := newSchemaMaker("#/$defs/")
+	s := sm.schema(reflect.TypeFor[T](), "SchemaFor")
+	s.Defs = sm.defs
+	return s
 }
+
+// componentRefs starts a reference to a schema under the document's
+// components.
+const componentRefs = "#/components/schemas/"
 
 var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // paramsOf returns how params of type p are taken, and their descriptors
 // as far as the type tells them.
-func paramsOf(p reflect.Type, method string) (ParamStructure, []ContentDescriptor) {
+func paramsOf(sm *schemaMaker, p reflect.Type, method string) (ParamStructure, []ContentDescriptor) {
 	t := p
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -101,7 +126,7 @@ func paramsOf(p reflect.Type, method string) (ParamStructure, []ContentDescripto
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		s := schemaOf(t, method+" params")
+		s := sm.definition(sm.schema(t, method+" params"))
 		cds := make([]ContentDescriptor, 0, len(s.PropertyOrder))
 		for _, name := range s.PropertyOrder {
 			prop := s.Properties[name]
@@ -119,14 +144,14 @@ func paramsOf(p reflect.Type, method string) (ParamStructure, []ContentDescripto
 			cds[i] = ContentDescriptor{
 				Name:     fmt.Sprintf("param%d", i),
 				Required: true,
-				Schema:   schemaOf(t.Elem(), method+" params"),
+				Schema:   sm.schema(t.Elem(), method+" params"),
 			}
 		}
 		return ByPosition, cds
 	case reflect.Slice:
 		return ByPosition, []ContentDescriptor{{
 			Name:     "params",
-			Schema:   schemaOf(t.Elem(), method+" params"),
+			Schema:   sm.schema(t.Elem(), method+" params"),
 			Variadic: true,
 		}}
 	}
@@ -135,11 +160,11 @@ func paramsOf(p reflect.Type, method string) (ParamStructure, []ContentDescripto
 
 // fillParams fills doc's name, param structure and params from the method
 // name and the params type p.
-func fillParams(doc *Method, name string, p reflect.Type) {
+func fillParams(sm *schemaMaker, doc *Method, name string, p reflect.Type) {
 	if doc.Name == "" {
 		doc.Name = name
 	}
-	structure, derived := paramsOf(p, doc.Name)
+	structure, derived := paramsOf(sm, p, doc.Name)
 	if doc.ParamStructure == "" {
 		doc.ParamStructure = structure
 	}
@@ -178,7 +203,7 @@ func fillParams(doc *Method, name string, p reflect.Type) {
 
 // fillDescriptor returns cd, or a new descriptor if it is nil, with the
 // name name and the schema of t unless they are set.
-func fillDescriptor(cd *ContentDescriptor, name string, t reflect.Type, method string) *ContentDescriptor {
+func fillDescriptor(sm *schemaMaker, cd *ContentDescriptor, name string, t reflect.Type, method string) *ContentDescriptor {
 	if cd == nil {
 		cd = new(ContentDescriptor)
 	}
@@ -186,7 +211,7 @@ func fillDescriptor(cd *ContentDescriptor, name string, t reflect.Type, method s
 		cd.Name = name
 	}
 	if cd.Schema == nil {
-		cd.Schema = schemaOf(t, method+" "+name)
+		cd.Schema = sm.schema(t, method+" "+name)
 	}
 	return cd
 }

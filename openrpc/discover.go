@@ -24,7 +24,8 @@ import (
 // encoding it themselves.
 //
 // Middleware panics if d does not encode as JSON (an example value
-// that JSON cannot hold), a programming error.
+// that JSON cannot hold, two types of one name that contain themselves
+// in its methods), a programming error.
 func (d *Document) Middleware() func(jsonrpc.Handler) jsonrpc.Handler {
 	b, err := json.Marshal(d)
 	if err != nil {

@@ -54,7 +54,9 @@
 package openrpc
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/ndjsonrpc/jsonrpc"
@@ -78,7 +80,11 @@ type Document struct {
 }
 
 // MarshalJSON encodes d, with [Version] for an empty OpenRPC field and an
-// empty array for no methods.
+// empty array for no methods. The schemas of the types that contain
+// themselves, which the methods' schemas refer to, go under the
+// document's components: it is an error for two methods to define
+// different schemas of one name (two types of one name that contain
+// themselves).
 func (d Document) MarshalJSON() ([]byte, error) {
 	type plain Document
 	if d.OpenRPC == "" {
@@ -87,7 +93,34 @@ func (d Document) MarshalJSON() ([]byte, error) {
 	if d.Methods == nil {
 		d.Methods = []Method{}
 	}
-	return json.Marshal(plain(d))
+	type components struct {
+		Schemas map[string]*jsonschema.Schema `json:"schemas"`
+	}
+	var comps *components
+	defined := map[string][]byte{}
+	for _, m := range d.Methods {
+		for name, s := range m.schemas {
+			b, err := json.Marshal(s)
+			if err != nil {
+				return nil, err
+			}
+			if prev, ok := defined[name]; ok {
+				if !bytes.Equal(prev, b) {
+					return nil, fmt.Errorf("openrpc: two schemas named %s (two types of one name that contain themselves)", name)
+				}
+				continue
+			}
+			defined[name] = b
+			if comps == nil {
+				comps = &components{Schemas: map[string]*jsonschema.Schema{}}
+			}
+			comps.Schemas[name] = s
+		}
+	}
+	return json.Marshal(struct {
+		plain
+		Components *components `json:"components,omitempty"`
+	}{plain(d), comps})
 }
 
 // Info is the document's Info Object: the service's title and the
@@ -135,6 +168,10 @@ type Method struct {
 	Examples       []Example           `json:"examples,omitempty"`
 	Deprecated     bool                `json:"deprecated,omitempty"`
 	Stream         *Stream             `json:"x-stream,omitempty"`
+
+	// schemas are the definitions of the types that contain themselves,
+	// which the schemas above refer to under the document's components.
+	schemas map[string]*jsonschema.Schema
 }
 
 // MarshalJSON encodes m, with an empty array for no params, which the

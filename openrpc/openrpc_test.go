@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -204,6 +206,96 @@ func TestDocumentJSON(t *testing.T) {
 	assert.JSONEq(t, `{"openrpc": "1.3.2", "info": {"title": "t", "version": "1"}, "methods": []}`, jsonOf(t, doc))
 	doc.Methods = []openrpc.Method{{Name: "ping"}}
 	assert.JSONEq(t, `{"openrpc": "1.3.2", "info": {"title": "t", "version": "1"}, "methods": [{"name": "ping", "params": []}]}`, jsonOf(t, &doc))
+}
+
+// TestDescribeRecursive checks that the types that contain themselves
+// are defined once under the document's components, and that the
+// method's schemas, read with those definitions, hold what encoding/json
+// makes of such values and no other.
+func TestDescribeRecursive(t *testing.T) {
+	grow := jsonrpc.NewMethod[tree, *forest]("grow")
+	plant := jsonrpc.NewStreamMethod[[]tree, tree]("plant")
+	doc := openrpc.Document{Info: openrpc.Info{Title: "t", Version: "1"}, Methods: []openrpc.Method{
+		openrpc.Describe(grow, openrpc.Method{}),
+		openrpc.DescribeStream(plant, openrpc.Method{}),
+		openrpc.DescribeNotification[tree]("fell", openrpc.Method{}),
+	}}
+	var got struct {
+		Methods []struct {
+			ParamStructure openrpc.ParamStructure
+			Params         []struct {
+				Name   string
+				Schema json.RawMessage
+			}
+			Result struct{ Schema json.RawMessage }
+			Stream struct {
+				Item struct{ Schema json.RawMessage }
+			} `json:"x-stream"`
+		}
+		Components struct{ Schemas map[string]json.RawMessage }
+	}
+	require.NoError(t, json.Unmarshal([]byte(jsonOf(t, doc)), &got))
+	require.Len(t, got.Methods, 3)
+	assert.Len(t, got.Components.Schemas, 2)
+	assert.JSONEq(t, jsonOf(t, openrpc.SchemaFor[tree]().Defs["openrpc_test.tree"]),
+		strings.ReplaceAll(string(got.Components.Schemas["openrpc_test.tree"]), "#/components/schemas/", "#/$defs/"))
+
+	// A tree's params are its members, by name.
+	grown := got.Methods[0]
+	assert.Equal(t, openrpc.ByName, grown.ParamStructure)
+	var names []string
+	for _, p := range grown.Params {
+		names = append(names, p.Name)
+	}
+	assert.Equal(t, []string{"name", "kids", "woods"}, names)
+
+	// under validates v against the schema s of the document.
+	under := func(s json.RawMessage, v any) error {
+		root := map[string]any{"$defs": got.Components.Schemas}
+		var own map[string]any
+		require.NoError(t, json.Unmarshal(s, &own))
+		maps.Copy(root, own)
+		b := strings.ReplaceAll(jsonOf(t, root), "#/components/schemas/", "#/$defs/")
+		var schema jsonschema.Schema
+		require.NoError(t, json.Unmarshal([]byte(b), &schema))
+		rs, err := schema.Resolve(nil)
+		require.NoError(t, err)
+		var value any
+		require.NoError(t, json.Unmarshal([]byte(jsonOf(t, v)), &value))
+		return rs.Validate(value)
+	}
+	kids := []tree{{Name: "b", Woods: &forest{Trees: map[string]tree{"c": {Name: "c"}}}}}
+	assert.NoError(t, under(grown.Params[1].Schema, kids))
+	assert.Error(t, under(grown.Params[1].Schema, []any{map[string]any{"name": 1, "kids": nil}}))
+	assert.NoError(t, under(grown.Result.Schema, &forest{Parent: &forest{}}))
+	assert.NoError(t, under(grown.Result.Schema, nil))
+	assert.Error(t, under(grown.Result.Schema, map[string]any{"trees": nil, "parent": 1}))
+	assert.NoError(t, under(got.Methods[1].Params[0].Schema, kids[0]))
+	assert.NoError(t, under(got.Methods[1].Stream.Item.Schema, kids[0]))
+	assert.Error(t, under(got.Methods[1].Stream.Item.Schema, []tree{}))
+	assert.Equal(t, "woods", got.Methods[2].Params[2].Name)
+}
+
+// TestDocumentRecursiveNameClash checks that a document whose methods
+// define two types of one name that contain themselves does not encode.
+func TestDocumentRecursiveNameClash(t *testing.T) {
+	type node struct {
+		Kids []node `json:"kids"`
+	}
+	first := openrpc.DescribeNotification[node]("first", openrpc.Method{})
+	{
+		type node struct {
+			Next *node `json:"next"`
+		}
+		second := openrpc.DescribeNotification[node]("second", openrpc.Method{})
+		doc := &openrpc.Document{Methods: []openrpc.Method{first, second}}
+		_, err := json.Marshal(doc)
+		assert.ErrorContains(t, err, "openrpc_test.node")
+		assert.Panics(t, func() { doc.Middleware() })
+		// The same type in two methods is defined once.
+		doc.Methods = []openrpc.Method{first, first}
+		assert.Equal(t, 1, strings.Count(jsonOf(t, doc), `"openrpc_test.node":`))
+	}
 }
 
 // newConn serves h on one end of a pair of pipes and returns a Conn on

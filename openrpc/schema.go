@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -27,34 +29,106 @@ var knownSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[time.Time]():       {Type: "string"},
 }
 
-// schemaOf returns the schema of t, and panics, naming what it was for,
-// if there is none.
-func schemaOf(t reflect.Type, what string) *jsonschema.Schema {
-	s, err := typeSchema(t, map[reflect.Type]bool{})
+// newSchemaMaker returns a schemaMaker whose references to definitions
+// start with refs.
+func newSchemaMaker(refs string) *schemaMaker {
+	return &schemaMaker{refs: refs, seen: map[reflect.Type]bool{}, looped: map[reflect.Type]bool{}, defined: map[reflect.Type]string{}, names: map[string]reflect.Type{}}
+}
+
+// schema returns the schema of t, and panics, naming what it was for, if
+// there is none.
+func (m *schemaMaker) schema(t reflect.Type, what string) *jsonschema.Schema {
+	s, err := m.typeSchema(t)
 	if err != nil {
 		panic(fmt.Sprintf("openrpc: %s: %v", what, err))
 	}
 	return s
 }
 
+// definition returns the schema that s refers to, if it is a reference
+// to a definition, and s otherwise.
+func (m *schemaMaker) definition(s *jsonschema.Schema) *jsonschema.Schema {
+	if def := m.defs[strings.TrimPrefix(s.Ref, m.refs)]; s.Ref != "" && def != nil {
+		return def
+	}
+	return s
+}
+
+// A schemaMaker makes the schemas of Go types. A named type met again
+// while its own schema is being made is defined once, in defs, and
+// referred to from everywhere it occurs.
+type schemaMaker struct {
+	refs    string                  // what a reference to a definition starts with
+	seen    map[reflect.Type]bool   // the named types being described
+	looped  map[reflect.Type]bool   // those of them met again inside themselves
+	defined map[reflect.Type]string // those of them defined, and their names
+	names   map[string]reflect.Type // the types of those names
+	defs    map[string]*jsonschema.Schema
+}
+
+// defName returns the name under which t is defined: its Go name, with
+// the characters that OpenRPC does not allow in a component's name
+// replaced by '_'. Two types of one name are an error.
+func (m *schemaMaker) defName(t reflect.Type) (string, error) {
+	name := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '_'
+	}, t.String())
+	if other, ok := m.names[name]; ok && other != t {
+		return "", fmt.Errorf("types %v and %v that contain themselves have one name, %s", other, t, name)
+	}
+	m.names[name] = t
+	return name, nil
+}
+
 // typeSchema returns the schema of the JSON that encoding/json makes of
-// values of type t. Seen holds the named types being described, to
-// detect a cycle.
-func typeSchema(t reflect.Type, seen map[reflect.Type]bool) (*jsonschema.Schema, error) {
+// values of type t.
+func (m *schemaMaker) typeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if t.Kind() == reflect.Pointer {
-		s, err := typeSchema(t.Elem(), seen)
+		s, err := m.typeSchema(t.Elem())
 		if err != nil {
 			return nil, err
 		}
 		return nullable(s), nil
 	}
-	if t.Name() != "" {
-		if seen[t] {
-			return nil, fmt.Errorf("cycle detected for type %v", t)
-		}
-		seen[t] = true
-		defer delete(seen, t)
+	if t.Name() == "" {
+		return m.shapeSchema(t)
 	}
+	if name, ok := m.defined[t]; ok {
+		return &jsonschema.Schema{Ref: m.refs + name}, nil
+	}
+	if m.seen[t] {
+		// Inside itself: defined once its schema is made.
+		m.looped[t] = true
+		name, err := m.defName(t)
+		if err != nil {
+			return nil, err
+		}
+		return &jsonschema.Schema{Ref: m.refs + name}, nil
+	}
+	m.seen[t] = true
+	s, err := m.shapeSchema(t)
+	delete(m.seen, t)
+	if err != nil || !m.looped[t] {
+		return s, err
+	}
+	name, err := m.defName(t)
+	if err != nil {
+		return nil, err
+	}
+	if m.defs == nil {
+		m.defs = make(map[string]*jsonschema.Schema)
+	}
+	m.defs[name] = s
+	m.defined[t] = name
+	return &jsonschema.Schema{Ref: m.refs + name}, nil
+}
+
+// shapeSchema returns the schema of t, which is not a pointer, by its
+// methods and kind.
+func (m *schemaMaker) shapeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if s, ok := knownSchemas[t]; ok {
 		return s.CloneSchemas(), nil
 	}
@@ -71,13 +145,13 @@ func typeSchema(t reflect.Type, seen map[reflect.Type]bool) (*jsonschema.Schema,
 		if t.Elem().Kind() == reflect.Uint8 && !hasMarshaler(t.Elem()) {
 			return &jsonschema.Schema{Types: []string{"null", "string"}, ContentEncoding: "base64"}, nil
 		}
-		items, err := typeSchema(t.Elem(), seen)
+		items, err := m.typeSchema(t.Elem())
 		if err != nil {
 			return nil, err
 		}
 		return &jsonschema.Schema{Types: []string{"null", "array"}, Items: items}, nil
 	case reflect.Array:
-		items, err := typeSchema(t.Elem(), seen)
+		items, err := m.typeSchema(t.Elem())
 		if err != nil {
 			return nil, err
 		}
@@ -95,13 +169,13 @@ func typeSchema(t reflect.Type, seen map[reflect.Type]bool) (*jsonschema.Schema,
 			return nil, fmt.Errorf("unsupported map key type %v", k)
 		}
 		var err error
-		s.AdditionalProperties, err = typeSchema(t.Elem(), seen)
+		s.AdditionalProperties, err = m.typeSchema(t.Elem())
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	case reflect.Struct:
-		return structSchema(t, seen)
+		return m.structSchema(t)
 	}
 	return jsonschema.ForType(t, nil)
 }
@@ -114,9 +188,12 @@ func hasMarshaler(t reflect.Type) bool {
 }
 
 // nullable returns s, made to allow null as well: the schema of a
-// pointer to what s describes.
+// pointer to what s describes. A reference to a definition, which cannot
+// be widened in place, becomes one of null and it.
 func nullable(s *jsonschema.Schema) *jsonschema.Schema {
 	switch {
+	case s.Ref != "":
+		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "null"}, s}}
 	case s.Type != "":
 		s.Types = []string{"null", s.Type}
 		s.Type = ""
@@ -239,10 +316,10 @@ func compareBools(a, b bool) int {
 // structSchema returns the schema of the struct type t: an object with
 // the members that encoding/json writes, each required unless it may be
 // left out.
-func structSchema(t reflect.Type, seen map[reflect.Type]bool) (*jsonschema.Schema, error) {
+func (m *schemaMaker) structSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	s := &jsonschema.Schema{Type: "object", AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
 	for _, f := range jsonFields(t) {
-		fs, err := fieldSchema(f, seen)
+		fs, err := m.fieldSchema(f)
 		if err != nil {
 			return nil, err
 		}
@@ -262,8 +339,8 @@ func structSchema(t reflect.Type, seen map[reflect.Type]bool) (*jsonschema.Schem
 }
 
 // fieldSchema returns the schema of the member that f encodes as.
-func fieldSchema(f jsonField, seen map[reflect.Type]bool) (*jsonschema.Schema, error) {
-	s, err := typeSchema(f.typ, seen)
+func (m *schemaMaker) fieldSchema(f jsonField) (*jsonschema.Schema, error) {
+	s, err := m.typeSchema(f.typ)
 	if err != nil || !f.quoted {
 		return s, err
 	}

@@ -106,6 +106,19 @@ type keyed struct {
 	Addrs map[netip.Addr]int `json:"addrs"`
 }
 
+// tree contains itself through a slice, and through forest.
+type tree struct {
+	Name  string  `json:"name"`
+	Kids  []tree  `json:"kids"`
+	Woods *forest `json:"woods,omitempty"`
+}
+
+// forest contains itself through tree: the two refer to each other.
+type forest struct {
+	Trees  map[string]tree `json:"trees"`
+	Parent *forest         `json:"parent"`
+}
+
 // schemaCase is a value and SchemaFor of its type.
 type schemaCase struct {
 	name   string
@@ -150,6 +163,11 @@ func TestSchemaForMatchesEncoding(t *testing.T) {
 		caseOf("nil slice", []int(nil)),
 		caseOf("nil pointer", (*inner)(nil)),
 		caseOf("any", []any{1, "a", nil}),
+		caseOf("tree", tree{Name: "a", Kids: []tree{{Name: "b"}, {Name: "c", Kids: []tree{}, Woods: &forest{Trees: map[string]tree{"d": {Name: "d"}}}}}}),
+		caseOf("forest", forest{Trees: map[string]tree{}, Parent: &forest{}}),
+		caseOf("pointer to tree", &tree{Name: "a"}),
+		caseOf("nil pointer to tree", (*tree)(nil)),
+		caseOf("trees", []*tree{{Name: "a"}, nil}),
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.schema()
@@ -186,10 +204,66 @@ func TestSchemaForObjects(t *testing.T) {
 	}
 }
 
+// TestSchemaForRejectsWhatEncodingRejects checks, for the types that
+// contain themselves, that a value encoding/json cannot make of them is
+// not valid under their schemas: the references hold.
+func TestSchemaForRejectsWhatEncodingRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		schema *jsonschema.Schema
+		value  string
+	}{
+		{"tree, a kid without a name", openrpc.SchemaFor[tree](), `{"name": "a", "kids": [{"kids": null}]}`},
+		{"tree, deep kid with a stray member", openrpc.SchemaFor[tree](), `{"name": "a", "kids": [{"name": "b", "kids": [{"name": "c", "kids": null, "x": 1}]}]}`},
+		{"tree, a forest's tree of the wrong type", openrpc.SchemaFor[tree](), `{"name": "a", "kids": null, "woods": {"trees": {"b": 1}, "parent": null}}`},
+		{"forest, a parent's parent missing", openrpc.SchemaFor[forest](), `{"trees": null, "parent": {"trees": null}}`},
+		{"pointer to tree, a string", openrpc.SchemaFor[*tree](), `"a"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := tc.schema.Resolve(nil)
+			require.NoError(t, err)
+			var v any
+			require.NoError(t, json.Unmarshal([]byte(tc.value), &v))
+			assert.Error(t, rs.Validate(v), "%s under %s", tc.value, jsonOf(t, tc.schema))
+		})
+	}
+}
+
+// TestSchemaForDefinesOnce checks the shape of a schema of a type that
+// contains itself: defined once under $defs, referred to from the root
+// and from within.
+func TestSchemaForDefinesOnce(t *testing.T) {
+	type node struct {
+		Next *node `json:"next"`
+	}
+	assert.JSONEq(t, `{"$ref": "#/$defs/openrpc_test.node", "$defs": {"openrpc_test.node": {
+		"type": "object", "additionalProperties": false, "required": ["next"],
+		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}]}}}}}`,
+		jsonOf(t, openrpc.SchemaFor[node]()))
+	// A type that does not contain itself is written in place, even where
+	// it occurs twice.
+	assert.JSONEq(t, `{"type": "object", "additionalProperties": false, "required": ["a", "b"],
+		"properties": {"a": {"type": "object", "additionalProperties": false, "properties": {"n": {"type": "string"}, "x": {"type": "integer"}}, "required": ["n", "x"]},
+		"b": {"type": "object", "additionalProperties": false, "properties": {"n": {"type": "string"}, "x": {"type": "integer"}}, "required": ["n", "x"]}}}`,
+		jsonOf(t, openrpc.SchemaFor[struct {
+			A inner `json:"a"`
+			B inner `json:"b"`
+		}]()))
+}
+
 func TestSchemaForPanics(t *testing.T) {
+	assert.Panics(t, func() { openrpc.SchemaFor[map[[2]int]bool]() })
+	// Two types of one name that contain themselves cannot both be
+	// defined under it.
 	type node struct {
 		Kids []node `json:"kids"`
 	}
-	assert.Panics(t, func() { openrpc.SchemaFor[node]() })
-	assert.Panics(t, func() { openrpc.SchemaFor[map[[2]int]bool]() })
+	type outer = node
+	{
+		type node struct {
+			Next  *node `json:"next"`
+			Outer outer `json:"outer"`
+		}
+		assert.Panics(t, func() { openrpc.SchemaFor[node]() })
+	}
 }
