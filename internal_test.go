@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -641,4 +642,22 @@ func TestActiveKey(t *testing.T) {
 	}
 	assert.Equal(t, `"1"`, activeKey(`"1"`))
 	assert.Equal(t, `1.0`, activeKey(`1.0`))
+}
+
+// TestBackoffLargeBounds checks that a backoff whose bounds come near the
+// largest Duration never doubles past it: a bound that overflowed went
+// negative, and the next wait panicked (rand.N of nothing).
+func TestBackoffLargeBounds(t *testing.T) {
+	for _, lo := range []time.Duration{time.Second, math.MaxInt64 / 3, math.MaxInt64} {
+		b := newBackoff(lo, math.MaxInt64)
+		for range 70 {
+			d := b.next()
+			if d < 0 || b.bound < lo {
+				t.Fatalf("from %v: wait %v, bound %v", lo, d, b.bound)
+			}
+		}
+		if b.bound != math.MaxInt64 {
+			t.Fatalf("from %v: the bound stopped at %v", lo, b.bound)
+		}
+	}
 }

@@ -34,10 +34,15 @@ func newBackoff(lo, hi time.Duration) backoff {
 	return backoff{bound: min(lo, hi), max: hi}
 }
 
-// next returns the next wait, and doubles the bound for the one after.
+// next returns the next wait, and doubles the bound for the one after,
+// up to the maximum (which may be as large as a Duration holds).
 func (b *backoff) next() time.Duration {
 	d := b.bound/2 + rand.N(b.bound/2+1)
-	b.bound = min(2*b.bound, b.max)
+	if b.bound > b.max/2 {
+		b.bound = b.max
+	} else {
+		b.bound *= 2
+	}
 	return d
 }
 
