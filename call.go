@@ -149,7 +149,7 @@ func (c *conn) send(ctx context.Context, add func([]byte) []byte, pos *linePos) 
 		c.talked.Store(true)
 	}
 	if ctx.Done() == nil {
-		out, err := c.out.appendSent(add)
+		out, err := c.out.appendSent(add, pos)
 		if err != nil && out {
 			return sent(err) // the peer may have read it
 		}

@@ -2,13 +2,16 @@ package jsonrpc
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -659,5 +662,96 @@ func TestBackoffLargeBounds(t *testing.T) {
 		if b.bound != math.MaxInt64 {
 			t.Fatalf("from %v: the bound stopped at %v", lo, b.bound)
 		}
+	}
+}
+
+// gateFailWriter blocks its first Write until release is closed, then
+// takes all of it and fails it; every later Write fails at once, taking
+// nothing.
+type gateFailWriter struct {
+	entered chan struct{}
+	release chan struct{}
+	mu      sync.Mutex
+	took    []byte
+	calls   int
+}
+
+func (w *gateFailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.calls++
+	first := w.calls == 1
+	w.mu.Unlock()
+	if !first {
+		return 0, errors.New("write failed (test)")
+	}
+	close(w.entered)
+	<-w.release
+	w.mu.Lock()
+	w.took = append(w.took, p...)
+	w.mu.Unlock()
+	return len(p), errors.New("write failed after it went out (test)")
+}
+
+// TestMayHaveRunBehindFailedWrite checks that a call whose request was
+// buffered behind another call's write in flight, which then failed, did
+// not run (no byte of it reached the writer), whether its ctx can end
+// (a goroutine of the connection's writes it) or not (its caller would,
+// but leaves it to the write in flight).
+func TestMayHaveRunBehindFailedWrite(t *testing.T) {
+	for _, cancellable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "background", true: "cancellable"}[cancellable], func(t *testing.T) {
+			pr, pw := io.Pipe()
+			w := &gateFailWriter{entered: make(chan struct{}), release: make(chan struct{})}
+			c := NewConn(pr, w, nil)
+			defer c.Close()
+			defer pw.Close()
+
+			errA := make(chan error, 1)
+			go func() { errA <- c.Call(context.Background(), "a", nil, nil) }()
+			<-w.entered // a's request is in the writer
+
+			ctx := context.Background()
+			if cancellable {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+			}
+			errB := make(chan error, 1)
+			go func() { errB <- c.Call(ctx, "b", nil, nil) }()
+			// Wait until b's request is buffered behind a's write.
+			lw := c.c.out
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				lw.mu.Lock()
+				n := len(lw.buf)
+				lw.mu.Unlock()
+				if n > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("b's request was never buffered")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			close(w.release) // a's write fails, after a's bytes went out
+			if err := <-errA; !MayHaveRun(err) {
+				t.Errorf("a: MayHaveRun false for a request that went out: %v", err)
+			}
+			_ = pw.Close() // the reader ends: the calls in flight fail
+			var err error
+			select {
+			case err = <-errB:
+			case <-time.After(5 * time.Second):
+				t.Fatal("b never returned")
+			}
+			w.mu.Lock()
+			took := string(w.took)
+			w.mu.Unlock()
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("b: %v", err)
+			}
+			if MayHaveRun(err) {
+				t.Errorf("b: MayHaveRun true, but no byte of b's request reached the writer (it took %q): %v", took, err)
+			}
+		})
 	}
 }

@@ -138,12 +138,17 @@ func (lw *lineWriter) lockRoom() error {
 // appendSent is append with flush set, for a request: on failure, it
 // reports whether any byte of the line went out to the writer, so that
 // the peer may have read it (see MayHaveRun). A line written in a buffer
-// that writeLarge put back together counts as gone out.
-func (lw *lineWriter) appendSent(add func([]byte) []byte) (out bool, err error) {
+// that writeLarge put back together counts as gone out. at, if not nil,
+// notes where the line went, as appendCtx does: the flush may leave the
+// line to a write in flight, whose failure failCalls then reads.
+func (lw *lineWriter) appendSent(add func([]byte) []byte, at *linePos) (out bool, err error) {
 	if err := lw.lockRoom(); err != nil {
 		return false, err
 	}
 	pos := linePos{gen: lw.gen, at: len(lw.buf), set: true}
+	if at != nil {
+		*at = pos
+	}
 	lw.addLine(add)
 	if err = lw.flushLocked(); err == nil {
 		return true, nil
