@@ -887,3 +887,14 @@ func TestHTTPShutdownWaitsForTheStatus(t *testing.T) {
 		<-done
 	}
 }
+
+// TestHTTPClientSSELeadingBOM checks that an event stream that starts
+// with a U+FEFF (BOM), which the format ignores, still delivers its first
+// event, here the call's answer.
+func TestHTTPClientSSELeadingBOM(t *testing.T) {
+	checkLeaks(t)
+	n, _, err := sseCall(t, "\ufeffdata: ANSWER\n\n")
+	if err != nil || n != 7 {
+		t.Fatalf("got %d, %v; want 7, nil", n, err)
+	}
+}

@@ -1,10 +1,13 @@
 package jsonrpc
 
 import (
+	"bufio"
 	"bytes"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,5 +120,94 @@ func TestAcceptsJSON(t *testing.T) {
 	}
 	if !acceptsJSON(nil) {
 		t.Error("acceptsJSON(no header) = false; want true")
+	}
+}
+
+// refSSE parses an event stream as the HTML standard says, returning the
+// data of each dispatched event that is not blank.
+func refSSE(s string) []string {
+	s = strings.TrimPrefix(s, "\ufeff")
+	var lines []string
+	complete := false
+	for len(s) > 0 {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			lines = append(lines, s)
+			complete = false
+			s = ""
+			break
+		}
+		lines = append(lines, s[:i])
+		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			s = s[i+2:]
+		} else {
+			s = s[i+1:]
+		}
+		complete = true
+	}
+	if !complete && len(lines) > 0 {
+		lines = lines[:len(lines)-1] // an incomplete last line is discarded
+	}
+	var out []string
+	var data []byte
+	for _, l := range lines {
+		if l == "" {
+			if len(data) > 0 {
+				d := strings.TrimSuffix(string(data), "\n")
+				if strings.TrimSpace(d) != "" {
+					out = append(out, d)
+				}
+			}
+			data = data[:0]
+			continue
+		}
+		if l[0] == ':' {
+			continue
+		}
+		name, value := l, ""
+		if i := strings.IndexByte(l, ':'); i >= 0 {
+			name, value = l[:i], l[i+1:]
+			value = strings.TrimPrefix(value, " ")
+		}
+		if name == "data" {
+			data = append(data, value...)
+			data = append(data, '\n')
+		}
+	}
+	return out
+}
+
+// TestSSEReaderMatchesStandard checks the client's event-stream reader
+// against refSSE on random streams made of the format's pieces (fields,
+// comments, the three line endings, a BOM), read whole and a byte at a
+// time.
+func TestSSEReaderMatchesStandard(t *testing.T) {
+	atoms := []string{"data", ":", " ", "x", "{}", "\r", "\n", "\r\n", "id", "event", "1", "\ufeff"}
+	r := rand.New(rand.NewPCG(1, 2))
+	for iter := 0; iter < 20000; iter++ {
+		var b strings.Builder
+		for n := r.IntN(20); n > 0; n-- {
+			b.WriteString(atoms[r.IntN(len(atoms))])
+		}
+		in := b.String()
+		want := refSSE(in)
+		for _, one := range []bool{false, true} {
+			var rd io.Reader = strings.NewReader(in)
+			if one {
+				rd = iotest.OneByteReader(rd)
+			}
+			s := &sseReader{lineScanner: lineScanner{r: bufio.NewReaderSize(rd, 16), max: 1 << 20}}
+			var got []string
+			for {
+				m, err := s.ReadMessage()
+				if err != nil {
+					break
+				}
+				got = append(got, string(bytes.Clone(m)))
+			}
+			if strings.Join(got, "|") != strings.Join(want, "|") || len(got) != len(want) {
+				t.Fatalf("input %q (one byte %v): got %q, want %q", in, one, got, want)
+			}
+		}
 	}
 }

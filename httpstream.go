@@ -83,6 +83,7 @@ type sseReader struct {
 	lineScanner
 	data    []byte
 	afterCR bool // the last line read ended with "\r": a "\n" next is part of its end
+	started bool // the stream's first bytes were read, and a leading BOM skipped
 }
 
 // readLine returns the next line of the event stream without its ending,
@@ -91,6 +92,13 @@ type sseReader struct {
 // line, so that an event is handed over as soon as its blank line ends.
 func (s *sseReader) readLine() ([]byte, error) {
 	s.line = s.line[:0]
+	if !s.started {
+		// The format ignores one leading U+FEFF.
+		s.started = true
+		if b, _ := s.r.Peek(3); string(b) == "\ufeff" {
+			_, _ = s.r.Discard(3)
+		}
+	}
 	for {
 		b, err := s.r.Peek(max(s.r.Buffered(), 1))
 		if len(b) == 0 {
