@@ -96,14 +96,20 @@ func DescribeNotification[P any](name string, doc Method) Method {
 //
 // A type that contains itself, directly or through others, is defined
 // once under the schema's "$defs", named by its Go name (such as
-// "main.node"), and referred to from wherever it occurs, the schema's
-// root too, as "#/$defs/main.node"; the types that do not contain
-// themselves are written in place wherever they occur.
+// "main.node"), and referred to from wherever it occurs within as
+// "#/$defs/main.node"; when T is such a type, the root is a copy of its
+// definition. The types that do not contain themselves are written in
+// place wherever they occur.
 //
 // SchemaFor panics if T has no schema, as [Describe] does.
 func SchemaFor[T any]() *jsonschema.Schema {
 	sm := newSchemaMaker("#/$defs/")
 	s := sm.schema(reflect.TypeFor[T](), "SchemaFor")
+	if def := sm.definition(s); def != s {
+		// The root says what it is, not only where that is written:
+		// some readers (MCP's tool schemas) look for its type there.
+		s = def.CloneSchemas()
+	}
 	s.Defs = sm.defs
 	return s
 }

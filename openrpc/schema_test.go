@@ -230,16 +230,23 @@ func TestSchemaForRejectsWhatEncodingRejects(t *testing.T) {
 }
 
 // TestSchemaForDefinesOnce checks the shape of a schema of a type that
-// contains itself: defined once under $defs, referred to from the root
-// and from within.
+// contains itself: defined once under $defs and referred to from within;
+// the root is its schema too, so that it says its type.
 func TestSchemaForDefinesOnce(t *testing.T) {
 	type node struct {
 		Next *node `json:"next"`
 	}
-	assert.JSONEq(t, `{"$ref": "#/$defs/openrpc_test.node", "$defs": {"openrpc_test.node": {
+	assert.JSONEq(t, `{"type": "object", "additionalProperties": false, "required": ["next"],
+		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}]}},
+		"$defs": {"openrpc_test.node": {
 		"type": "object", "additionalProperties": false, "required": ["next"],
 		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}]}}}}}`,
 		jsonOf(t, openrpc.SchemaFor[node]()))
+	// Behind a pointer, the root refers to it.
+	assert.JSONEq(t, `{"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}], "$defs": {"openrpc_test.node": {
+		"type": "object", "additionalProperties": false, "required": ["next"],
+		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}]}}}}}`,
+		jsonOf(t, openrpc.SchemaFor[*node]()))
 	// A type that does not contain itself is written in place, even where
 	// it occurs twice.
 	assert.JSONEq(t, `{"type": "object", "additionalProperties": false, "required": ["a", "b"],
