@@ -28,13 +28,12 @@ const StreamNotification = "$/stream"
 //
 // A type that contains itself (a tree whose nodes hold nodes) is
 // defined once under the document's components (see
-// [Document.MarshalJSON]) and referred to as "#/components/schemas/"
-// and its Go name, such as "lsp.DocumentSymbol", from wherever it
-// occurs.
+// [Document.MarshalJSON]), named as [SchemaFor] names it, and referred
+// to as "#/components/schemas/" and its name from wherever it occurs.
 //
 // Describe panics if a schema cannot be made for P or R (a channel, a
 // func, a map whose keys JSON cannot hold, two types of one name that
-// contain themselves), a programming error.
+// contain themselves, declared in functions), a programming error.
 func Describe[P, R any](m jsonrpc.Method[P, R], doc Method) Method {
 	sm := newSchemaMaker(componentRefs)
 	fillParams(sm, &doc, m.Name(), reflect.TypeFor[P]())
@@ -95,11 +94,13 @@ func DescribeNotification[P any](name string, doc Method) Method {
 // the schemas [jsonschema.ForType] gives them.
 //
 // A type that contains itself, directly or through others, is defined
-// once under the schema's "$defs", named by its Go name (such as
-// "main.node"), and referred to from wherever it occurs within as
-// "#/$defs/main.node"; when T is such a type, the root is a copy of its
-// definition. The types that do not contain themselves are written in
-// place wherever they occur.
+// once under the schema's "$defs", named by its package's path and
+// name ("main.node", "example.com.lsp.DocumentSymbol", '/' and what
+// OpenRPC does not allow in a name replaced by '.' and '_'), and
+// referred to from wherever it occurs within as "#/$defs/main.node";
+// when T is such a type, the root is a copy of its definition. The types
+// that do not contain themselves are written in place wherever they
+// occur.
 //
 // SchemaFor panics if T has no schema, as [Describe] does.
 func SchemaFor[T any]() *jsonschema.Schema {

@@ -237,8 +237,8 @@ func TestDescribeRecursive(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(jsonOf(t, doc)), &got))
 	require.Len(t, got.Methods, 3)
 	assert.Len(t, got.Components.Schemas, 2)
-	assert.JSONEq(t, jsonOf(t, openrpc.SchemaFor[tree]().Defs["openrpc_test.tree"]),
-		strings.ReplaceAll(string(got.Components.Schemas["openrpc_test.tree"]), "#/components/schemas/", "#/$defs/"))
+	assert.JSONEq(t, jsonOf(t, openrpc.SchemaFor[tree]().Defs["github.com.ndjsonrpc.jsonrpc.openrpc_test.tree"]),
+		strings.ReplaceAll(string(got.Components.Schemas["github.com.ndjsonrpc.jsonrpc.openrpc_test.tree"]), "#/components/schemas/", "#/$defs/"))
 
 	// A tree's params are its members, by name.
 	grown := got.Methods[0]
@@ -294,7 +294,7 @@ func TestDocumentRecursiveNameClash(t *testing.T) {
 		assert.Panics(t, func() { doc.Middleware() })
 		// The same type in two methods is defined once.
 		doc.Methods = []openrpc.Method{first, first}
-		assert.Equal(t, 1, strings.Count(jsonOf(t, doc), `"openrpc_test.node":`))
+		assert.Equal(t, 1, strings.Count(jsonOf(t, doc), `"github.com.ndjsonrpc.jsonrpc.openrpc_test.node":`))
 	}
 }
 

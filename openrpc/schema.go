@@ -66,16 +66,25 @@ type schemaMaker struct {
 	defs    map[string]*jsonschema.Schema
 }
 
-// defName returns the name under which t is defined: its Go name, with
-// the characters that OpenRPC does not allow in a component's name
-// replaced by '_'. Two types of one name are an error.
+// defName returns the name under which t is defined: its package's path
+// and its name, such as "example.com/lsp.DocumentSymbol", with '/' and
+// the other characters that OpenRPC does not allow in a component's
+// name replaced by '.' and '_'; two types of one package may share a
+// name only if declared in functions, and that is an error.
 func (m *schemaMaker) defName(t reflect.Type) (string, error) {
+	full := t.String()
+	if t.PkgPath() != "" {
+		full = t.PkgPath() + "." + t.Name()
+	}
 	name := strings.Map(func(r rune) rune {
-		if r == '.' || r == '-' || r == '_' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+		switch {
+		case r == '/':
+			return '.'
+		case r == '.' || r == '-' || r == '_' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
 			return r
 		}
 		return '_'
-	}, t.String())
+	}, full)
 	if other, ok := m.names[name]; ok && other != t {
 		return "", fmt.Errorf("types %v and %v that contain themselves have one name, %s", other, t, name)
 	}
@@ -160,11 +169,11 @@ func (m *schemaMaker) shapeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 		s := &jsonschema.Schema{Types: []string{"null", "object"}}
 		switch k := t.Key(); {
 		case k.Kind() == reflect.String:
+		case k.Implements(textMarshalerType): // before the integers, as encoding/json
 		case k.Kind() >= reflect.Int && k.Kind() <= reflect.Int64:
 			s.PropertyNames = &jsonschema.Schema{Pattern: "^-?[0-9]+$"}
 		case k.Kind() >= reflect.Uint && k.Kind() <= reflect.Uintptr:
 			s.PropertyNames = &jsonschema.Schema{Pattern: "^[0-9]+$"}
-		case k.Implements(textMarshalerType):
 		default:
 			return nil, fmt.Errorf("unsupported map key type %v", k)
 		}
@@ -252,6 +261,9 @@ func jsonFields(t reflect.Type) []jsonField {
 					continue
 				}
 				name, opts, _ := strings.Cut(tag, ",")
+				if !validTagName(name) {
+					name = "" // encoding/json ignores it, and uses the field's
+				}
 				index := append(slices.Clone(e.index), i)
 				optional := e.optional || sf.Anonymous && sf.Type.Kind() == reflect.Pointer
 				if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
@@ -300,6 +312,21 @@ func jsonFields(t reflect.Type) []jsonField {
 	}
 	slices.SortFunc(out, func(a, b jsonField) int { return slices.Compare(a.index, b.index) })
 	return out
+}
+
+// validTagName reports whether encoding/json takes name, from a json
+// tag, as a member's name: letters, digits, and punctuation other than
+// quotes, backslash and comma.
+func validTagName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune(" !#$%&()*+-./:;<=>?@[]^_{|}~", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // compareBools orders false before true.

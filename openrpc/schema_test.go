@@ -106,6 +106,18 @@ type keyed struct {
 	Addrs map[netip.Addr]int `json:"addrs"`
 }
 
+// level is an integer that encodes itself as text: as a map key too.
+type level int
+
+func (l level) MarshalText() ([]byte, error) { return fmt.Appendf(nil, "level-%d", l), nil }
+
+// badTag's tags name no member: encoding/json takes the Go names, and
+// promotes inner's fields.
+type badTag struct {
+	A     int `json:"a'b"`
+	inner `json:"in\\ner"`
+}
+
 // tree contains itself through a slice, and through forest.
 type tree struct {
 	Name  string  `json:"name"`
@@ -163,6 +175,8 @@ func TestSchemaForMatchesEncoding(t *testing.T) {
 		caseOf("nil slice", []int(nil)),
 		caseOf("nil pointer", (*inner)(nil)),
 		caseOf("any", []any{1, "a", nil}),
+		caseOf("integer map key with MarshalText", map[level]int{1: 1}),
+		caseOf("json tag names encoding/json ignores", badTag{A: 1, inner: inner{N: "n", X: 2}}),
 		caseOf("tree", tree{Name: "a", Kids: []tree{{Name: "b"}, {Name: "c", Kids: []tree{}, Woods: &forest{Trees: map[string]tree{"d": {Name: "d"}}}}}}),
 		caseOf("forest", forest{Trees: map[string]tree{}, Parent: &forest{}}),
 		caseOf("pointer to tree", &tree{Name: "a"}),
@@ -237,15 +251,15 @@ func TestSchemaForDefinesOnce(t *testing.T) {
 		Next *node `json:"next"`
 	}
 	assert.JSONEq(t, `{"type": "object", "additionalProperties": false, "required": ["next"],
-		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}]}},
-		"$defs": {"openrpc_test.node": {
+		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/github.com.ndjsonrpc.jsonrpc.openrpc_test.node"}]}},
+		"$defs": {"github.com.ndjsonrpc.jsonrpc.openrpc_test.node": {
 		"type": "object", "additionalProperties": false, "required": ["next"],
-		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}]}}}}}`,
+		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/github.com.ndjsonrpc.jsonrpc.openrpc_test.node"}]}}}}}`,
 		jsonOf(t, openrpc.SchemaFor[node]()))
 	// Behind a pointer, the root refers to it.
-	assert.JSONEq(t, `{"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}], "$defs": {"openrpc_test.node": {
+	assert.JSONEq(t, `{"anyOf": [{"type": "null"}, {"$ref": "#/$defs/github.com.ndjsonrpc.jsonrpc.openrpc_test.node"}], "$defs": {"github.com.ndjsonrpc.jsonrpc.openrpc_test.node": {
 		"type": "object", "additionalProperties": false, "required": ["next"],
-		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/openrpc_test.node"}]}}}}}`,
+		"properties": {"next": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/github.com.ndjsonrpc.jsonrpc.openrpc_test.node"}]}}}}}`,
 		jsonOf(t, openrpc.SchemaFor[*node]()))
 	// A type that does not contain itself is written in place, even where
 	// it occurs twice.
