@@ -250,20 +250,7 @@ func TestDescribeRecursive(t *testing.T) {
 	assert.Equal(t, []string{"name", "kids", "woods"}, names)
 
 	// under validates v against the schema s of the document.
-	under := func(s json.RawMessage, v any) error {
-		root := map[string]any{"$defs": got.Components.Schemas}
-		var own map[string]any
-		require.NoError(t, json.Unmarshal(s, &own))
-		maps.Copy(root, own)
-		b := strings.ReplaceAll(jsonOf(t, root), "#/components/schemas/", "#/$defs/")
-		var schema jsonschema.Schema
-		require.NoError(t, json.Unmarshal([]byte(b), &schema))
-		rs, err := schema.Resolve(nil)
-		require.NoError(t, err)
-		var value any
-		require.NoError(t, json.Unmarshal([]byte(jsonOf(t, v)), &value))
-		return rs.Validate(value)
-	}
+	under := func(s json.RawMessage, v any) error { return underComponents(t, got.Components.Schemas, s, v) }
 	kids := []tree{{Name: "b", Woods: &forest{Trees: map[string]tree{"c": {Name: "c"}}}}}
 	assert.NoError(t, under(grown.Params[1].Schema, kids))
 	assert.Error(t, under(grown.Params[1].Schema, []any{map[string]any{"name": 1, "kids": nil}}))
@@ -274,6 +261,58 @@ func TestDescribeRecursive(t *testing.T) {
 	assert.NoError(t, under(got.Methods[1].Stream.Item.Schema, kids[0]))
 	assert.Error(t, under(got.Methods[1].Stream.Item.Schema, []tree{}))
 	assert.Equal(t, "woods", got.Methods[2].Params[2].Name)
+}
+
+// underComponents validates what encoding/json makes of v against the
+// schema s of a document whose components' schemas are schemas.
+func underComponents(t *testing.T, schemas map[string]json.RawMessage, s json.RawMessage, v any) error {
+	t.Helper()
+	root := map[string]any{"$defs": schemas}
+	var own map[string]any
+	require.NoError(t, json.Unmarshal(s, &own))
+	maps.Copy(root, own)
+	b := strings.ReplaceAll(jsonOf(t, root), "#/components/schemas/", "#/$defs/")
+	var schema jsonschema.Schema
+	require.NoError(t, json.Unmarshal([]byte(b), &schema))
+	rs, err := schema.Resolve(nil)
+	require.NoError(t, err)
+	var value any
+	require.NoError(t, json.Unmarshal([]byte(jsonOf(t, v)), &value))
+	return rs.Validate(value)
+}
+
+// alpha and beta contain each other, and alpha itself.
+type alpha struct {
+	B    *beta  `json:"b"`
+	Next *alpha `json:"next"`
+}
+
+type beta struct {
+	A *alpha `json:"a"`
+}
+
+// TestDescribeMutualRecursion checks that the types of one cycle are
+// defined alike whichever method met which first: the document encodes,
+// and its schemas hold what encoding/json makes and no other.
+func TestDescribeMutualRecursion(t *testing.T) {
+	doc := openrpc.Document{Info: openrpc.Info{Title: "t", Version: "1"}, Methods: []openrpc.Method{
+		openrpc.Describe(jsonrpc.NewMethod[struct{}, alpha]("getAlpha"), openrpc.Method{}),
+		openrpc.Describe(jsonrpc.NewMethod[struct{}, beta]("getBeta"), openrpc.Method{}),
+	}}
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	var got struct {
+		Methods []struct {
+			Result struct{ Schema json.RawMessage }
+		}
+		Components struct{ Schemas map[string]json.RawMessage }
+	}
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Len(t, got.Components.Schemas, 2)
+	a := alpha{B: &beta{A: &alpha{Next: &alpha{}}}, Next: &alpha{B: &beta{}}}
+	assert.NoError(t, underComponents(t, got.Components.Schemas, got.Methods[0].Result.Schema, a))
+	assert.NoError(t, underComponents(t, got.Components.Schemas, got.Methods[1].Result.Schema, beta{A: &a}))
+	assert.Error(t, underComponents(t, got.Components.Schemas, got.Methods[1].Result.Schema, map[string]any{"a": map[string]any{"b": 1, "next": nil}}))
 }
 
 // TestDocumentRecursiveNameClash checks that a document whose methods

@@ -32,7 +32,7 @@ var knownSchemas = map[reflect.Type]*jsonschema.Schema{
 // newSchemaMaker returns a schemaMaker whose references to definitions
 // start with refs.
 func newSchemaMaker(refs string) *schemaMaker {
-	return &schemaMaker{refs: refs, seen: map[reflect.Type]bool{}, looped: map[reflect.Type]bool{}, defined: map[reflect.Type]string{}, names: map[string]reflect.Type{}}
+	return &schemaMaker{refs: refs, looped: map[reflect.Type]bool{}, defined: map[reflect.Type]string{}, names: map[string]reflect.Type{}}
 }
 
 // schema returns the schema of t, and panics, naming what it was for, if
@@ -54,37 +54,47 @@ func (m *schemaMaker) definition(s *jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
-// A schemaMaker makes the schemas of Go types. A named type met again
-// while its own schema is being made is defined once, in defs, and
-// referred to from everywhere it occurs.
+// A schemaMaker makes the schemas of Go types. The named types of a
+// cycle (a type met again while its own schema is being made, and those
+// met on the way back to it) are defined once each, in defs, and
+// referred to from everywhere they occur; so a type's definition is the
+// same whichever type the walk started from.
 type schemaMaker struct {
 	refs    string                  // what a reference to a definition starts with
-	seen    map[reflect.Type]bool   // the named types being described
-	looped  map[reflect.Type]bool   // those of them met again inside themselves
+	path    []reflect.Type          // the named types being described, outermost first
+	looped  map[reflect.Type]bool   // those of them on a cycle
 	defined map[reflect.Type]string // those of them defined, and their names
 	names   map[string]reflect.Type // the types of those names
 	defs    map[string]*jsonschema.Schema
 }
 
 // defName returns the name under which t is defined: its package's path
-// and its name, such as "example.com/lsp.DocumentSymbol", with '/' and
-// the other characters that OpenRPC does not allow in a component's
-// name replaced by '.' and '_'; two types of one package may share a
-// name only if declared in functions, and that is an error.
+// and its name, such as "example.com/lsp.DocumentSymbol", with '/'
+// replaced by '.', '-' by "--", and the other characters that OpenRPC
+// does not allow in a component's name (non-ASCII letters, a generic
+// type's brackets) by '-', their code point in hex and '-'. Two types
+// get one name only if declared in functions of one package, or from
+// packages whose paths differ only in '/' against '.'; that is an
+// error.
 func (m *schemaMaker) defName(t reflect.Type) (string, error) {
 	full := t.String()
 	if t.PkgPath() != "" {
 		full = t.PkgPath() + "." + t.Name()
 	}
-	name := strings.Map(func(r rune) rune {
+	var b strings.Builder
+	for _, r := range full {
 		switch {
 		case r == '/':
-			return '.'
-		case r == '.' || r == '-' || r == '_' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
-			return r
+			b.WriteByte('.')
+		case r == '-':
+			b.WriteString("--")
+		case r == '.' || r == '_' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "-%x-", r)
 		}
-		return '_'
-	}, full)
+	}
+	name := b.String()
 	if other, ok := m.names[name]; ok && other != t {
 		return "", fmt.Errorf("types %v and %v that contain themselves have one name, %s", other, t, name)
 	}
@@ -96,6 +106,11 @@ func (m *schemaMaker) defName(t reflect.Type) (string, error) {
 // values of type t.
 func (m *schemaMaker) typeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if t.Kind() == reflect.Pointer {
+		if pointsToItself(t) {
+			// type p *p: no value but nil ends, so every value
+			// encodes as null.
+			return &jsonschema.Schema{Type: "null"}, nil
+		}
 		s, err := m.typeSchema(t.Elem())
 		if err != nil {
 			return nil, err
@@ -108,18 +123,21 @@ func (m *schemaMaker) typeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if name, ok := m.defined[t]; ok {
 		return &jsonschema.Schema{Ref: m.refs + name}, nil
 	}
-	if m.seen[t] {
-		// Inside itself: defined once its schema is made.
-		m.looped[t] = true
+	if i := slices.Index(m.path, t); i >= 0 {
+		// Inside itself: it and the types on the way back to it are
+		// defined once their schemas are made.
+		for _, u := range m.path[i:] {
+			m.looped[u] = true
+		}
 		name, err := m.defName(t)
 		if err != nil {
 			return nil, err
 		}
 		return &jsonschema.Schema{Ref: m.refs + name}, nil
 	}
-	m.seen[t] = true
+	m.path = append(m.path, t)
 	s, err := m.shapeSchema(t)
-	delete(m.seen, t)
+	m.path = m.path[:len(m.path)-1]
 	if err != nil || !m.looped[t] {
 		return s, err
 	}
@@ -133,6 +151,19 @@ func (m *schemaMaker) typeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	m.defs[name] = s
 	m.defined[t] = name
 	return &jsonschema.Schema{Ref: m.refs + name}, nil
+}
+
+// pointsToItself reports whether the pointer type t leads, through
+// pointers alone, back to a type met on the way (type p *p).
+func pointsToItself(t reflect.Type) bool {
+	var met []reflect.Type
+	for ; t.Kind() == reflect.Pointer; t = t.Elem() {
+		if slices.Contains(met, t) {
+			return true
+		}
+		met = append(met, t)
+	}
+	return false
 }
 
 // shapeSchema returns the schema of t, which is not a pointer, by its

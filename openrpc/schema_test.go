@@ -3,8 +3,10 @@ package openrpc_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,6 +133,43 @@ type forest struct {
 	Parent *forest         `json:"parent"`
 }
 
+// emNode contains itself through the struct it embeds, whose fields it
+// takes, and through a map.
+type emNode struct {
+	emMeta
+	Kids map[string]emNode `json:"kids"`
+	N    int               `json:"n,string"`
+}
+
+type emMeta struct {
+	Parent *emNode `json:"parent,omitempty"`
+}
+
+// gbox is generic and contains itself, and another instance of itself.
+type gbox[T any] struct {
+	V    T           `json:"v"`
+	Next *gbox[T]    `json:"next"`
+	All  []gbox[int] `json:"all"`
+}
+
+// selfPtr points to itself: its values, nil or not, encode as null.
+type selfPtr *selfPtr
+
+// Two types whose names differ in non-ASCII letters, and two whose names
+// differ in a generic type's brackets, all containing themselves.
+type (
+	Ábol         struct{ Kids []Ábol }
+	Ébol         struct{ Kids []Ébol }
+	gtree[T any] struct{ Kids []gtree[T] }
+	gtree_int_   struct{ Kids []gtree_int_ }
+	alikeNames   struct {
+		A Ábol
+		E Ébol
+		G gtree[int]
+		H gtree_int_
+	}
+)
+
 // schemaCase is a value and SchemaFor of its type.
 type schemaCase struct {
 	name   string
@@ -182,6 +221,12 @@ func TestSchemaForMatchesEncoding(t *testing.T) {
 		caseOf("pointer to tree", &tree{Name: "a"}),
 		caseOf("nil pointer to tree", (*tree)(nil)),
 		caseOf("trees", []*tree{{Name: "a"}, nil}),
+		caseOf("embedded recursion", emNode{emMeta{&emNode{N: 2}}, map[string]emNode{"x": {N: 3, Kids: map[string]emNode{}}}, 1}),
+		caseOf("generic recursion", gbox[emNode]{Next: &gbox[emNode]{}, All: []gbox[int]{{V: 1, Next: &gbox[int]{}}}}),
+		caseOf("generic recursion nested", gbox[gbox[int]]{V: gbox[int]{V: 1}}),
+		caseOf("self pointer", selfPtr(nil)),
+		caseOf("self pointer, not nil", selfPtr(new(selfPtr))),
+		caseOf("names alike", alikeNames{A: Ábol{Kids: []Ábol{{}}}, G: gtree[int]{Kids: []gtree[int]{{}}}}),
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.schema()
@@ -270,6 +315,14 @@ func TestSchemaForDefinesOnce(t *testing.T) {
 			A inner `json:"a"`
 			B inner `json:"b"`
 		}]()))
+}
+
+// TestSchemaForNamesApart checks that types whose Go names differ only
+// in what a definition's name cannot hold are defined apart.
+func TestSchemaForNamesApart(t *testing.T) {
+	const pkg = "github.com.ndjsonrpc.jsonrpc.openrpc_test."
+	assert.ElementsMatch(t, []string{pkg + "-c1-bol", pkg + "-c9-bol", pkg + "gtree-5b-int-5d-", pkg + "gtree_int_"},
+		slices.Collect(maps.Keys(openrpc.SchemaFor[alikeNames]().Defs)))
 }
 
 func TestSchemaForPanics(t *testing.T) {
