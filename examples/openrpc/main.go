@@ -1,5 +1,6 @@
-// Command openrpc serves the methods of cmd/jsonrpc-demo and answers
-// rpc.discover with their OpenRPC document, built by the module
+// Command openrpc serves the methods of cmd/jsonrpc-demo, and one of its
+// own ("depth", whose params are a tree), and answers rpc.discover with
+// their OpenRPC document, built by the module
 // github.com/ndjsonrpc/jsonrpc/openrpc from the methods' Go types, with a
 // summary and an example call for each method (the documented error for
 // those that always fail).
@@ -58,8 +59,31 @@ const maxItems = 1000
 // maxItems, and rpc.discover answered with their document for servers.
 func newMux(servers []openrpc.Server) *jsonrpc.Mux {
 	mux := demo.NewMux()
+	Depth.Register(mux, depth)
 	mux.Use(bounded, document(servers).Middleware())
 	return mux
+}
+
+// A Tree is a named node and its children: a type that contains itself,
+// which the document defines once, under its components, and refers to.
+type Tree struct {
+	Name string `json:"name"`
+	Kids []Tree `json:"kids,omitempty"`
+}
+
+// Depth is the example's own method, beside the demo's: the depth of a
+// tree, given by name as its root's members.
+var Depth = jsonrpc.NewMethod[Tree, int]("depth")
+
+func depth(_ context.Context, t Tree) (int, error) { return treeDepth(t), nil }
+
+// treeDepth is the depth of t.
+func treeDepth(t Tree) int {
+	d := 0
+	for _, k := range t.Kids {
+		d = max(d, treeDepth(k))
+	}
+	return d + 1
 }
 
 // bounded is middleware that refuses a call of count or progress for more
@@ -199,6 +223,10 @@ func document(servers []openrpc.Server) *openrpc.Document {
 				Params:      []openrpc.ContentDescriptor{{Name: "n", Required: true, Schema: items}},
 				Errors:      invalid,
 				Examples:    []openrpc.Example{{Name: "three items", Params: openrpc.Values(3), Result: openrpc.Value(3)}},
+			}),
+			openrpc.Describe(Depth, openrpc.Method{
+				Summary:  "Answers the depth of a tree: 1 for a leaf.",
+				Examples: []openrpc.Example{{Name: "two levels", Params: openrpc.Values("root", []Tree{{Name: "leaf"}}), Result: openrpc.Value(2)}},
 			}),
 			openrpc.Describe(demo.Sleep, openrpc.Method{
 				Summary:  "Answers \"slept\" after ms milliseconds; cancellable.",
