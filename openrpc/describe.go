@@ -95,9 +95,10 @@ func DescribeNotification[P any](name string, doc Method) Method {
 //
 // A type that contains itself, directly or through others, is defined
 // once under the schema's "$defs", named by its package's path and
-// name ("main.node", "example.com.lsp.DocumentSymbol", '/' and what
-// OpenRPC does not allow in a name replaced by '.' and '_'), and
-// referred to from wherever it occurs within as "#/$defs/main.node";
+// name ("main.node", "example.com.lsp.DocumentSymbol": '/' becomes '.',
+// '-' "--", and a rune OpenRPC does not allow in a name '-', its code
+// point in hex and '-'), and referred to from wherever it occurs within
+// as "#/$defs/main.node";
 // when T is such a type, the root is a copy of its definition. The types
 // that do not contain themselves are written in place wherever they
 // occur.
