@@ -284,9 +284,11 @@ func sent(err error) error {
 	return &sentError{err: err}
 }
 
-// refusedError marks an *Error that this side made, refusing a call
-// before it sent anything (params that do not encode as a JSON object or
-// array), so that MayHaveRun does not take it for the peer's answer.
+// refusedError marks the failure of a call that this side refused before
+// it sent anything (params that do not encode as a JSON object or array,
+// a Redialer's call whose ctx ended before it had a connection), so that
+// MayHaveRun does not take what it wraps (an *Error, a failed dial's sent
+// call) for a sign that the call may have run.
 type refusedError struct{ err error }
 
 func (e *refusedError) Error() string { return e.err.Error() }

@@ -71,6 +71,7 @@ type Redialer struct {
 	dialing chan struct{} // closed when the dial under way ends
 	dialErr error         // why the last dial failed
 	closed  bool
+	closing chan struct{}      // closed by Close; made with the first wait for a dial
 	ctx     context.Context    // Dial's, until Close
 	stop    context.CancelFunc // ends ctx
 	wg      sync.WaitGroup     // the dialing goroutine, and those that end connections let go
@@ -102,15 +103,24 @@ func (r *Redialer) connFor(ctx context.Context) (*Conn, error) {
 			r.startDial()
 		}
 		dialing := r.dialing
+		if r.closing == nil {
+			r.closing = make(chan struct{})
+		}
+		closing := r.closing
 		r.mu.Unlock()
 		select {
 		case <-dialing:
+		case <-closing: // even while a Dial that ignores its ctx runs on
+			return nil, errRedialerClosed
 		case <-ctx.Done():
 			r.mu.Lock()
 			dialErr := r.dialErr
 			r.mu.Unlock()
 			if dialErr != nil {
-				return nil, fmt.Errorf("%w; the last dial failed: %w", ctx.Err(), dialErr)
+				// Nothing was sent: what dialErr wraps (the peer's answer
+				// to a call of OnConnect's, a call of Dial's that went
+				// out) says nothing of this call (see MayHaveRun).
+				return nil, &refusedError{err: fmt.Errorf("%w; the last dial failed: %w", ctx.Err(), dialErr)}
 			}
 			return nil, ctx.Err()
 		}
@@ -331,6 +341,9 @@ func (r *Redialer) Stream(ctx context.Context, method string, params any) iter.S
 // Close is idempotent.
 func (r *Redialer) Close() error {
 	r.mu.Lock()
+	if !r.closed && r.closing != nil {
+		close(r.closing)
+	}
 	r.closed = true
 	c := r.conn
 	r.conn = nil

@@ -305,3 +305,65 @@ func TestRedialerNotifyOnlyBacksOff(t *testing.T) {
 	// ...: at most 6 in 500 ms. Without, one per notification.
 	assert.LessOrEqual(t, accepts.Load(), int64(10), "connections in 500 ms")
 }
+
+// TestRedialerCloseWhileDialIgnoresCtx checks that a call waiting for a
+// connection fails at Close, as Close documents ("calls waiting for a
+// connection fail at once"), even while a Dial that ignores its ctx is
+// still under way.
+func TestRedialerCloseWhileDialIgnoresCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		gate := make(chan struct{})
+		dial := func(ctx context.Context) (*jsonrpc.Conn, error) {
+			<-gate // ignores ctx
+			return b.dial(ctx)
+		}
+		r := &jsonrpc.Redialer{Dial: dial}
+		res := make(chan error, 1)
+		go func() { res <- r.Call(context.Background(), "add", [2]int{1, 1}, nil) }()
+		synctest.Wait()
+		closed := make(chan struct{})
+		go func() { _ = r.Close(); close(closed) }()
+		synctest.Wait()
+		var got error
+		select {
+		case got = <-res:
+			assert.ErrorIs(t, got, jsonrpc.ErrClosed)
+		default:
+			t.Error("a call waiting for a connection still waits after Close, while Dial hangs")
+		}
+		close(gate) // let the stuck dial return, so that Close can finish
+		<-closed
+		if got == nil {
+			got = <-res
+			assert.ErrorIs(t, got, jsonrpc.ErrClosed)
+		}
+	})
+}
+
+// TestRedialerNoConnectionDidNotRun checks that a call that never got a
+// connection did not run (MayHaveRun false), whatever the last dial failed
+// with: here, OnConnect's own call got an error answer from the peer.
+func TestRedialerNoConnectionDidNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		b.mux.Handle("init", jsonrpc.Func(func(_ context.Context, _ struct{}) (int, error) {
+			return 0, errors.New("not ready")
+		}))
+		r := &jsonrpc.Redialer{
+			Dial: b.dial,
+			OnConnect: func(ctx context.Context, c *jsonrpc.Conn) error {
+				return c.Call(ctx, "init", struct{}{}, nil)
+			},
+		}
+		defer r.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := r.Call(ctx, "add", [2]int{1, 1}, nil)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.False(t, jsonrpc.MayHaveRun(err),
+			"a call that never had a connection did not run; got MayHaveRun true for %v", err)
+	})
+}
