@@ -48,7 +48,9 @@ type Redialer struct {
 	//
 	// Its ctx ends when the Redialer is closed, not before: what the
 	// connection needs for its lifetime may use it, as a child process
-	// started with [StartProcess] does (see the example).
+	// started with [StartProcess] does (see the example). Dial should
+	// return soon after ctx ends: calls waiting for a connection fail at
+	// Close whatever it does, but Close itself returns only once it has.
 	Dial func(ctx context.Context) (*Conn, error)
 
 	// OnConnect, if set, runs on each new connection before any call goes
