@@ -15,6 +15,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ndjsonrpc/jsonrpc/internal/jsontag"
 )
 
 // maxLinearFields is how many fields a struct's plan looks through one by
@@ -403,7 +405,7 @@ func jsonFields(t reflect.Type) (fields []jsonField, plain bool) {
 				name, opts, _ := strings.Cut(tag, ",")
 				if jsonV2 {
 					plain = plain && plainV2Tag(name, opts)
-				} else if !validTagName(name) {
+				} else if !jsontag.ValidName(name) { // json/v2 takes more: see plainV2Tag
 					name = ""
 				}
 				ft := sf.Type
@@ -511,20 +513,4 @@ func dominantFields(found []jsonField) []jsonField {
 		}
 	}
 	return fields
-}
-
-// validTagName reports whether the default encoding/json takes name,
-// from a json tag, as a field's name: letters, digits, and punctuation
-// other than quotes, backslash and comma. (json/v2 takes more: see
-// plainV2Tag.)
-func validTagName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, r := range name {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune(" !#$%&()*+-./:;<=>?@[]^_{|}~", r) {
-			return false
-		}
-	}
-	return true
 }

@@ -340,7 +340,7 @@ func distinctFlat(b []byte) bool {
 
 // keyAt returns the index of the field of p whose name, then a quote,
 // starts at b[i], or -1 if there is none. No field's name holds a quote
-// or a backslash (see validTagName), so the member name that starts at
+// or a backslash (see jsontag.ValidName), so the member name that starts at
 // b[i] is exactly that field's, without escapes. Structs with many fields
 // find the name in their map.
 func (p *plan) keyAt(b []byte, i int) int {

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/ndjsonrpc/jsonrpc/internal/jsontag"
 )
 
 var (
@@ -292,7 +293,7 @@ func jsonFields(t reflect.Type) []jsonField {
 					continue
 				}
 				name, opts, _ := strings.Cut(tag, ",")
-				if !validTagName(name) {
+				if !jsontag.ValidName(name) {
 					name = "" // encoding/json ignores it, and uses the field's
 				}
 				index := append(slices.Clone(e.index), i)
@@ -343,21 +344,6 @@ func jsonFields(t reflect.Type) []jsonField {
 	}
 	slices.SortFunc(out, func(a, b jsonField) int { return slices.Compare(a.index, b.index) })
 	return out
-}
-
-// validTagName reports whether encoding/json takes name, from a json
-// tag, as a member's name: letters, digits, and punctuation other than
-// quotes, backslash and comma.
-func validTagName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, r := range name {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune(" !#$%&()*+-./:;<=>?@[]^_{|}~", r) {
-			return false
-		}
-	}
-	return true
 }
 
 // compareBools orders false before true.
