@@ -18,8 +18,9 @@ import (
 )
 
 // SubtractParams accepts [minuend, subtrahend] or
-// {"minuend": a, "subtrahend": b}, both numbers; member names are matched
-// exactly, and anything else is refused.
+// {"minuend": a, "subtrahend": b}, both numbers. Member names are matched
+// exactly and may not repeat; other members are ignored, as encoding/json
+// ignores them. Any other shape is refused.
 type SubtractParams struct {
 	Minuend, Subtrahend float64
 	set                 bool
