@@ -4,14 +4,17 @@ package jsonrpcotel
 // measurement, its attributes, and how an error is told.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ndjsonrpc/jsonrpc"
 	"go.opentelemetry.io/otel/attribute"
@@ -76,6 +79,69 @@ func (c *call) spanAttrs(req *jsonrpc.Request, hr *http.Request) []attribute.Key
 		a = append(a, semconv.RPCMethodOriginal(c.method))
 	}
 	return a
+}
+
+// answerError returns the error that a server answers c with when its
+// handler returns result and err: err, or, for a call (a notification's
+// result is dropped), the error of encoding a result that cannot be
+// encoded, which the server answers with an Internal error.
+func (c *call) answerError(result any, err error) error {
+	if err != nil || c.notify {
+		return err
+	}
+	return resultError(result)
+}
+
+// rawAnswerError is answerError for a RawHandlerFunc's result, which
+// it checks without boxing it in an interface.
+func (c *call) rawAnswerError(result json.RawMessage, err error) error {
+	if err != nil || c.notify {
+		return err
+	}
+	return rawResultError(result)
+}
+
+// rawResultError returns the error the server meets writing result, or
+// nil.
+func rawResultError(result json.RawMessage) error {
+	if result == nil || json.Valid(result) && utf8.Valid(result) {
+		return nil
+	}
+	return errInvalidResult
+}
+
+// errInvalidResult is the error of a json.RawMessage result that is not
+// valid JSON.
+var errInvalidResult = errors.New("jsonrpc: result: json.RawMessage is not valid JSON")
+
+// resultError returns the error the server meets encoding result, or nil.
+func resultError(result any) error {
+	switch r := result.(type) {
+	case nil, string, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr:
+		return nil
+	case float64:
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return &json.UnsupportedValueError{Str: strconv.FormatFloat(r, 'g', -1, 64)}
+		}
+		return nil
+	case float32:
+		if f := float64(r); math.IsNaN(f) || math.IsInf(f, 0) {
+			return &json.UnsupportedValueError{Str: strconv.FormatFloat(f, 'g', -1, 32)}
+		}
+		return nil
+	case json.RawMessage:
+		return rawResultError(r)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(result); err != nil {
+		return err
+	}
+	if !utf8.Valid(buf.Bytes()) {
+		return errInvalidResult
+	}
+	return nil
 }
 
 // endPanic ends c as failed if its handler panics, and panics again
@@ -226,6 +292,9 @@ func (t *Telemetry) attrs(method string, unknown bool, hr *http.Request, overHTT
 // scheme's port if the Host gives none).
 func appendHost(a []attribute.KeyValue, hr *http.Request) []attribute.KeyValue {
 	address, port := splitHostPort(hr.Host)
+	if n := len(address); n > 1 && address[0] == '[' && address[n-1] == ']' {
+		address = address[1 : n-1] // an IPv6 literal with no port: "[::1]"
+	}
 	if address == "" {
 		return a
 	}

@@ -26,6 +26,10 @@
 //     is the JSON-RPC error code (such as "-32601"; on the server, the
 //     code it answers with), and error.type is that code, the Go type of
 //     an error that carries none, or "panic" for a handler that panicked;
+//     a call whose result the server cannot encode (a NaN, raw JSON that
+//     is not valid) is answered with an Internal error, and recorded so:
+//     to tell, a traced or measured call's result that is not a scalar
+//     nor raw JSON is encoded once more;
 //   - network.transport is "tcp" over HTTP (with network.protocol.name
 //     "http"), and otherwise what [WithNetwork] says; server.address and
 //     server.port come from the HTTP request's Host on the server's span,

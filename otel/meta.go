@@ -22,17 +22,26 @@ func metaCarrier(params json.RawMessage) propagation.MapCarrier {
 	if !isObject(params) {
 		return nil
 	}
-	var p struct {
-		Meta map[string]any `json:"_meta"`
+	// A map, not a struct field tagged "_meta": encoding/json matches
+	// field names without regard to case, and would take "_META" or
+	// "_Meta" for _meta (merging them into it).
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(params, &obj) != nil {
+		return nil
 	}
-	if json.Unmarshal(params, &p) != nil {
+	raw, ok := obj["_meta"]
+	if !ok || !isObject(raw) {
+		return nil
+	}
+	var meta map[string]any
+	if json.Unmarshal(raw, &meta) != nil {
 		return nil
 	}
 	var mc propagation.MapCarrier
-	for k, v := range p.Meta {
+	for k, v := range meta {
 		if s, ok := v.(string); ok {
 			if mc == nil {
-				mc = make(propagation.MapCarrier, len(p.Meta))
+				mc = make(propagation.MapCarrier, len(meta))
 			}
 			mc[k] = s
 		}

@@ -42,7 +42,7 @@ func (t *Telemetry) Middleware() func(jsonrpc.Handler) jsonrpc.Handler {
 				ctx, c := t.serverCall(ctx, req, jsonrpc.NoHandler(ctx), tracing, measuring)
 				defer c.endPanic(ctx)
 				result, err := raw(ctx, req)
-				c.end(ctx, err)
+				c.end(ctx, c.rawAnswerError(result, err))
 				return result, err
 			})
 		}
@@ -78,7 +78,7 @@ func (t *Telemetry) wrap(h jsonrpc.Handler, mux *jsonrpc.Mux) jsonrpc.Handler {
 		ctx, c := t.serverCall(ctx, req, unknown, tracing, measuring)
 		defer c.endPanic(ctx)
 		result, err := h.ServeJSONRPC(ctx, req)
-		c.end(ctx, err)
+		c.end(ctx, c.answerError(result, err))
 		return result, err
 	})
 }
