@@ -205,3 +205,29 @@ func TestMetaUnderLocalSpan(t *testing.T) {
 		})
 	}
 }
+
+// The trace context is read from the params' "_meta" member, the one
+// the interceptor writes: JSON member names are case-sensitive, so a
+// "_META" or "_Meta" member is not it, and must neither give the server
+// span its parent nor override what "_meta" says.
+func TestMetaMemberIsCaseSensitive(t *testing.T) {
+	const (
+		metaTrace  = "0af7651916cd43dd8448eb211c80319c"
+		otherTrace = "1af7651916cd43dd8448eb211c80319c"
+		tp         = "00-%s-b7ad6b7169203331-01"
+	)
+	tel := newTelemetry(t)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("only_upper", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
+	mux.HandleFunc("both", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
+	mux.Use(tel.with(jsonrpcotel.WithMetaPropagation(), jsonrpcotel.WithTrustRemote()).Middleware())
+	in := `{"jsonrpc":"2.0","id":1,"method":"only_upper","params":{"_META":{"traceparent":"` + strings.Replace(tp, "%s", otherTrace, 1) + `"}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"both","params":{"_meta":{"traceparent":"` + strings.Replace(tp, "%s", metaTrace, 1) + `"},"_Meta":{"traceparent":"` + strings.Replace(tp, "%s", otherTrace, 1) + `"}}}` + "\n"
+	var out strings.Builder
+	require.NoError(t, jsonrpc.Serve(t.Context(), strings.NewReader(in), &out, mux))
+
+	upper := tel.span(t, trace.SpanKindServer, "only_upper")
+	assert.False(t, upper.Parent.IsValid(), "a _META member gave the span a parent: %s", upper.Parent.TraceID())
+	both := tel.span(t, trace.SpanKindServer, "both")
+	assert.Equal(t, metaTrace, both.Parent.TraceID().String(), "the parent comes from _meta")
+}

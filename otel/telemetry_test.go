@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -475,14 +476,16 @@ func TestPanic(t *testing.T) {
 
 // The Host of an HTTP request, which the client chooses, gives the
 // server span's server.address and server.port, but stays off the
-// duration histogram: calls with distinct Hosts make one series.
+// duration histogram: calls with distinct Hosts make one series. An IPv6
+// literal loses its brackets, with a port or without ("[::1]", as Go's
+// client sends for http://[::1]/), as on the client's span.
 func TestHostOnSpanOnly(t *testing.T) {
 	tel := newTelemetry(t)
 	mux := newMux()
 	mux.Use(tel.with().Middleware())
 	ts := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
 	defer ts.Close()
-	hosts := []string{"a.example:1001", "b.example:1002", "c.example"}
+	hosts := []string{"a.example:1001", "b.example:1002", "c.example", "[::1]", "[::1]:8080"}
 	for _, host := range hosts {
 		req, err := http.NewRequest("POST", ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}`))
 		require.NoError(t, err)
@@ -497,9 +500,9 @@ func TestHostOnSpanOnly(t *testing.T) {
 	var got []string
 	for _, s := range tel.spans.GetSpans() {
 		a := attrs(s.Attributes)
-		got = append(got, a["server.address"].(string)+":"+strconv.FormatInt(a["server.port"].(int64), 10))
+		got = append(got, a["server.address"].(string)+" "+strconv.FormatInt(a["server.port"].(int64), 10))
 	}
-	assert.Equal(t, []string{"a.example:1001", "b.example:1002", "c.example:80"}, got)
+	assert.Equal(t, []string{"a.example 1001", "b.example 1002", "c.example 80", "::1 80", "::1 8080"}, got)
 	dps := tel.histogram(t, "rpc.server.call.duration")
 	require.Len(t, dps, 1, "series of rpc.server.call.duration")
 	assert.Equal(t, uint64(len(hosts)), dps[0].Count)
@@ -611,4 +614,58 @@ func TestFailedNotificationHasNoStatusCode(t *testing.T) {
 	a := attrs(tel.span(t, trace.SpanKindServer, "fail").Attributes)
 	assert.Equal(t, "*errors.errorString", a["error.type"])
 	assert.NotContains(t, a, "rpc.response.status_code")
+}
+
+// A handler whose result the server cannot encode is answered with an
+// Internal error (-32603): the server span and the histogram must say
+// so, as for any other error the server answers with.
+func TestUnencodableResultIsError(t *testing.T) {
+	nan := func(context.Context, *jsonrpc.Request) (any, error) { return math.NaN(), nil }
+	badRaw := func(context.Context, *jsonrpc.Request) (json.RawMessage, error) { return json.RawMessage(`{"a":`), nil }
+	for _, tc := range []struct {
+		name    string
+		handler func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler
+	}{
+		{"Middleware, HandlerFunc", func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler {
+			mux := new(jsonrpc.Mux)
+			mux.HandleFunc("bad", nan)
+			mux.Use(tel.Middleware())
+			return mux
+		}},
+		{"Middleware, RawHandlerFunc", func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler {
+			mux := new(jsonrpc.Mux)
+			mux.Handle("bad", jsonrpc.RawHandlerFunc(badRaw))
+			mux.Use(tel.Middleware())
+			return mux
+		}},
+		{"Handler", func(tel *jsonrpcotel.Telemetry) jsonrpc.Handler {
+			mux := new(jsonrpc.Mux)
+			mux.HandleFunc("bad", nan)
+			return tel.Handler(mux)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tel := newTelemetry(t)
+			clientIn, clientOut, wait := servePipe(t, tc.handler(tel.with()))
+			_, err := io.WriteString(clientOut, `{"jsonrpc":"2.0","id":1,"method":"bad"}`+"\n")
+			require.NoError(t, err)
+			line, err := bufio.NewReader(clientIn).ReadBytes('\n')
+			require.NoError(t, err)
+			wait()
+
+			var resp struct{ Error *jsonrpc.Error }
+			require.NoError(t, json.Unmarshal(line, &resp))
+			require.NotNil(t, resp.Error, "the server answers with an error: %s", line)
+			require.Equal(t, jsonrpc.CodeInternalError, resp.Error.Code)
+
+			ss := tel.span(t, trace.SpanKindServer, "bad")
+			a := attrs(ss.Attributes)
+			assert.Equal(t, codes.Error, ss.Status.Code, "span status")
+			assert.Equal(t, "-32603", a["rpc.response.status_code"])
+			assert.Contains(t, a, "error.type")
+			dps := tel.histogram(t, "rpc.server.call.duration")
+			require.Len(t, dps, 1)
+			assert.Equal(t, "-32603", attrs(dps[0].Attributes.ToSlice())["rpc.response.status_code"])
+		})
+	}
 }
