@@ -287,8 +287,8 @@ func TestCancelLaterBatchEntry(t *testing.T) {
 
 // TestCancelInSameBatch: a cancel reaches the requests of the batch that
 // carries it, after or before it there (a batch is a set), as it reaches
-// any request in flight: OnCancel counts each, and each is answered as
-// cancelled, its handler, if it starts at all, seeing its context ended.
+// any request in flight: OnCancel counts each as queued, and each is
+// answered as cancelled without its handler starting, as OnCancel says.
 func TestCancelInSameBatch(t *testing.T) {
 	checkLeaks(t)
 	started := make(chan struct{}, 2)
@@ -303,6 +303,7 @@ func TestCancelInSameBatch(t *testing.T) {
 	assert.Equal(t, cancelSeen{`"six"`, "$/cancelRequest", "", 0, 1}, recv(t, seen, "the cancel before its request"))
 	assert.JSONEq(t, `[{"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"Request cancelled"}},`+
 		`{"jsonrpc":"2.0","id":"six","error":{"code":-32800,"message":"Request cancelled"}}]`, h3Recv(t, lines, "the batch's answer"))
+	assertNone(t, started, "a cancelled entry starting")
 	require.NoError(t, in.Close())
 	for range lines {
 	}

@@ -17,8 +17,10 @@ import (
 // A task run inline was registered for cancels, if at all, only by a
 // handoff, which marks it flagStarted: cancelFrom counts it as running,
 // so it runs even if the cancel came before its handler did, and sees its
-// context cancelled. Any other task arbitrates with cancelFrom through
-// flagStarted as it starts.
+// context cancelled. Before that, only a cancel in its own batch, read by
+// this goroutine, reaches it, and counts it as queued: it does not run.
+// Any other task arbitrates with cancelFrom through flagStarted as it
+// starts.
 func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool) {
 	if t.preErr != nil {
 		return nil, t.preErr, true
@@ -27,6 +29,8 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 	var old uint32
 	if !inline {
 		old = rc.flags.Or(flagStarted) & (flagPeerCancelled | flagAnswered)
+	} else if f := rc.flags.Load(); f&(flagPeerCancelled|flagStarted) == flagPeerCancelled {
+		old = flagPeerCancelled
 	}
 	if old != 0 {
 		rc.end()
