@@ -34,7 +34,9 @@
 // line before it calls the editor, since edits sent after the hover may
 // be handled while it waits.
 //
-// It follows LSP's lifecycle: after shutdown every request is refused, and
+// It follows LSP's lifecycle: before initialize, a request gets
+// ServerNotInitialized (-32002) and a notification other than exit is
+// dropped; after shutdown every request is refused; and
 // the exit notification (or the end of the input) ends the server, with
 // status 0 if shutdown came first and 1 if not. Logs go to standard error.
 //
@@ -62,6 +64,7 @@ var logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 // A server holds the state of the one session on standard input and output.
 type server struct {
 	configuration atomic.Bool // the editor answers workspace/configuration
+	initialized   atomic.Bool // initialize has been answered
 	shutdown      atomic.Bool // shutdown has come
 
 	// mu guards docs, the open documents by URI. The order of edits and
@@ -240,11 +243,29 @@ func (s *server) executeCommand(ctx context.Context, p commandParams) (int, erro
 	return n, progress(map[string]any{"kind": "end"})
 }
 
-// gate refuses every request after shutdown, as LSP requires.
+// codeServerNotInitialized is LSP's ServerNotInitialized.
+const codeServerNotInitialized jsonrpc.Code = -32002
+
+// gate keeps LSP's lifecycle: before initialize has been answered, a
+// request gets ServerNotInitialized and a notification is dropped (but
+// exit); after shutdown, every request is refused.
 func (s *server) gate(h jsonrpc.Handler) jsonrpc.Handler {
 	return jsonrpc.HandlerFunc(func(ctx context.Context, req *jsonrpc.Request) (any, error) {
-		if s.shutdown.Load() && req.Method != "exit" {
+		switch {
+		case req.Method == "exit":
+		case s.shutdown.Load():
 			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "%s after shutdown", req.Method)
+		case req.Method == "initialize":
+			result, err := h.ServeJSONRPC(ctx, req)
+			if err == nil {
+				s.initialized.Store(true)
+			}
+			return result, err
+		case !s.initialized.Load():
+			if req.ID.IsZero() {
+				return nil, nil // a notification: dropped
+			}
+			return nil, jsonrpc.Errorf(codeServerNotInitialized, "%s before initialize", req.Method)
 		}
 		return h.ServeJSONRPC(ctx, req)
 	})

@@ -63,3 +63,32 @@ func TestHoverEditorNeverAnswersConfiguration(t *testing.T) {
 		t.Fatal("workspace/configuration was not cancelled with $/cancelRequest")
 	}
 }
+
+// TestBeforeInitialize: LSP's lifecycle before initialize. A request gets
+// ServerNotInitialized (-32002), a notification is dropped (the document
+// it opens is not open once initialize has come), and initialize then
+// works.
+func TestBeforeInitialize(t *testing.T) {
+	a, b := net.Pipe()
+	s := &server{docs: make(map[string]document)}
+	server := jsonrpc.NewConn(a, a, new(s.options(func() {})))
+	defer server.Close()
+	editor := jsonrpc.NewConn(b, b, &jsonrpc.Options{Framing: jsonrpc.HeaderFraming{}})
+	defer editor.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	doc := map[string]any{"textDocument": map[string]any{"uri": "file:///a.txt", "version": 1, "text": "text"}}
+	require.NoError(t, editor.Notify(ctx, "textDocument/didOpen", doc))
+	at := map[string]any{"textDocument": map[string]any{"uri": "file:///a.txt"}, "position": map[string]int{"line": 0, "character": 0}}
+	err := editor.Call(ctx, "textDocument/hover", at, nil)
+	var werr *jsonrpc.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Equal(t, codeServerNotInitialized, werr.Code)
+
+	require.NoError(t, editor.Call(ctx, "initialize", map[string]any{"capabilities": map[string]any{}}, nil))
+	s.mu.Lock()
+	_, open := s.docs["file:///a.txt"]
+	s.mu.Unlock()
+	assert.False(t, open, "a didOpen before initialize opened its document")
+}
