@@ -101,7 +101,10 @@ func WithTrustRemote() Option {
 // "traceparent" and "tracestate": the interceptor adds them to params that
 // are a JSON object (params that are an array, or none, are left alone),
 // keeping the other members of a _meta already there, and the middleware
-// reads them, preferring them to the HTTP headers. When the context of a
+// reads them, preferring them to the HTTP headers. The member is found by
+// its exact name, the last of duplicates as encoding/json takes it; the
+// other members of the params are neither decoded nor copied, and keep
+// their bytes and order. When the context of a
 // call holds a local span already (HTTP instrumentation's, say), that
 // span stays the parent of the server's span, which is linked to the
 // context in _meta.
