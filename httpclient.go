@@ -79,7 +79,8 @@ type HTTPClient struct {
 	// again, and one that may have run (the connection broke once the
 	// request was sent, the response ended without the answer, or a
 	// proxy answered 502 or 504) is sent again only if Retry reports
-	// that its method is safe to repeat: that it is idempotent. A Batch
+	// that its method is safe to repeat: that it is idempotent, and at
+	// most MaxRetries times. A Batch
 	// that may have run is sent again only if Retry allows every method
 	// in it, a Stream only while none of its items has been yielded,
 	// and a Notify only if it surely did not run. The last attempt's
@@ -88,6 +89,14 @@ type HTTPClient struct {
 	// Each attempt is a request of its own, with an id of its own, that
 	// passes through the Interceptors. Nil retries nothing.
 	Retry func(method string) bool
+
+	// MaxRetries bounds how many times a call that may have run is sent
+	// again because Retry allows it, so that a request that breaks every
+	// server it reaches is not sent for as long as its ctx lasts; zero
+	// means 4 (five attempts in all), a negative value none. Attempts that
+	// surely did not run are not counted: they are sent again within
+	// ctx.
+	MaxRetries int
 
 	// MinBackoff and MaxBackoff bound the wait between attempts, as
 	// [Redialer]'s bound the wait between dials; zero means 50 ms and

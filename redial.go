@@ -23,8 +23,8 @@ import (
 //
 // A call that fails because its connection broke is made again on the
 // next connection when it surely did not run (see [MayHaveRun]), or when
-// Retry says its method is safe to repeat; otherwise its error is
-// returned, and wraps [ErrClosed]. A call answered [ErrNotRun] (the peer
+// Retry says its method is safe to repeat (MaxRetries times at most);
+// otherwise its error is returned, and wraps [ErrClosed]. A call answered [ErrNotRun] (the peer
 // is stopping) is made again on a new connection, and the one it was
 // answered on is shut down. A Stream whose connection breaks ends with
 // such an error and is not made again, nor is a Batch.
@@ -63,6 +63,14 @@ type Redialer struct {
 	// idempotent. Calls that surely did not run are made again whatever it
 	// says.
 	Retry func(method string) bool
+
+	// MaxRetries bounds how many times a call that may have run is made
+	// again because Retry allows it, so that a request that breaks every
+	// connection it is sent on is not resent for as long as its ctx
+	// lasts; zero means 4 (five attempts in all), a negative value none.
+	// Attempts that surely did not run are not counted: they are made
+	// again within ctx.
+	MaxRetries int
 
 	// MinBackoff and MaxBackoff bound the wait between failed dials;
 	// zero means 50 ms and 5 s.
@@ -283,16 +291,21 @@ func (r *Redialer) Notify(ctx context.Context, method string, params any) error 
 }
 
 // send makes attempt on the current connection, and on new ones for as
-// long as again says so. Its error says that it may have run if any
+// long as again says so (MaxRetries times at most for attempts that may
+// have run). Its error says that it may have run if any
 // attempt may have.
 func (r *Redialer) send(ctx context.Context, method string, call bool, attempt func(*Conn) error) error {
 	ran := false // an attempt before this one may have run
+	retries := maxRetries(r.MaxRetries)
 	for {
 		c, err := r.connFor(ctx)
 		if err == nil {
 			err = attempt(c)
-			if r.again(c, method, call, err) {
-				ran = ran || MayHaveRun(err)
+			if r.again(c, method, call, err) && (!MayHaveRun(err) || retries > 0) {
+				if MayHaveRun(err) {
+					retries--
+					ran = true
+				}
 				continue
 			}
 		}

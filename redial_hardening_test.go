@@ -89,6 +89,38 @@ func TestRedialerMayHaveRunAcrossAttempts(t *testing.T) {
 	})
 }
 
+// A call that breaks every connection it is sent on is made again at most
+// MaxRetries times, even when Retry allows its method and ctx never ends.
+func TestRedialerMaxRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		maxRetries int
+		attempts   int
+	}{{"zero means 4", 0, 5}, {"one", 1, 2}, {"negative means none", -1, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			received := make(chan struct{}, 10)
+			r := &jsonrpc.Redialer{
+				Dial: func(ctx context.Context) (*jsonrpc.Conn, error) {
+					return onePipePeer(t, received, true), nil
+				},
+				Retry:      func(string) bool { return true },
+				MaxRetries: tc.maxRetries,
+				MinBackoff: time.Millisecond,
+				MaxBackoff: time.Millisecond,
+			}
+			defer r.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // the test's bound, not the call's
+			defer cancel()
+			err := r.Call(ctx, "crash", nil, nil)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+			assert.True(t, jsonrpc.MayHaveRun(err), "MayHaveRun(%v)", err)
+			assert.Len(t, received, tc.attempts, "attempts that reached a peer")
+		})
+	}
+}
+
 // A Dial that hands back a connection already ended (a peer that accepts
 // and hangs up at once, seen a moment late) is backed off from like a
 // failed dial, not dialed again in a tight loop.

@@ -2,7 +2,7 @@ package jsonrpc
 
 // This file holds what retrying shares: the jittered exponential backoff
 // of Redialer's dials and of HTTPClient's attempts, and the retrying of
-// HTTPClient's calls (its Retry, MinBackoff and MaxBackoff fields).
+// HTTPClient's calls (its Retry, MaxRetries, MinBackoff and MaxBackoff fields).
 
 import (
 	"context"
@@ -19,6 +19,20 @@ const (
 	defaultMinBackoff = 50 * time.Millisecond
 	defaultMaxBackoff = 5 * time.Second
 )
+
+// defaultMaxRetries is how many times a call that may have run is made
+// again when MaxRetries is zero: five attempts in all, the most gRPC's
+// retry policy allows.
+const defaultMaxRetries = 4
+
+// maxRetries returns n, or defaultMaxRetries for zero; a negative n is
+// taken as zero.
+func maxRetries(n int) int {
+	if n == 0 {
+		return defaultMaxRetries
+	}
+	return max(n, 0)
+}
 
 // backoff is a wait that doubles from a minimum to a maximum, each wait
 // drawn at random between half and all of its bound, so that many clients
@@ -133,7 +147,8 @@ func retryAfter(h http.Header) time.Duration {
 // to be retried, within ctx, waiting the client's backoff between
 // attempts, or a 503's Retry-After when that is shorter than MaxBackoff. A
 // failure that surely did not run, or one of the transport once the
-// request was sent, is retried if again(mayHaveRun) says so. It returns
+// request was sent, is retried if again(mayHaveRun) says so, the latter
+// at most MaxRetries times. It returns
 // the last attempt's error, wrapping ctx's error too when ctx ended in a
 // wait, and marked as may have run if any attempt may have.
 func (c *HTTPClient) retrying(ctx context.Context, again func(mayHaveRun bool) bool, attempt func() error) error {
@@ -142,14 +157,16 @@ func (c *HTTPClient) retrying(ctx context.Context, again func(mayHaveRun bool) b
 		return nil
 	}
 	b := newBackoff(c.MinBackoff, c.MaxBackoff)
-	ran, tries := false, 1
+	ran, tries, retries := false, 1, maxRetries(c.MaxRetries)
 	for {
 		var ok bool
 		switch {
 		case notRunFailure(err):
 			ok = again(false)
 		case brokenAfterSend(err):
-			ok = again(true)
+			if ok = retries > 0 && again(true); ok {
+				retries--
+			}
 		}
 		if !ok {
 			break

@@ -182,6 +182,45 @@ func TestHTTPClientRetryCall(t *testing.T) {
 	}
 }
 
+// A call that may have run is sent again at most MaxRetries times, so
+// that a request that breaks every server it reaches (or the proxy before
+// them) is not sent for as long as its ctx lasts; attempts that surely did
+// not run are not counted.
+func TestHTTPClientMaxRetries(t *testing.T) {
+	tests := []struct {
+		name       string
+		steps      []step
+		maxRetries int
+		requests   int
+		ok         bool
+	}{
+		{"zero means 4", []step{broken}, 0, 5, false},
+		{"a proxy's 502 each time", []step{status(http.StatusBadGateway)}, 0, 5, false},
+		{"one", []step{broken}, 1, 2, false},
+		{"negative means none", []step{broken}, -1, 1, false},
+		{"attempts not run are not counted", []step{broken, refused, unavailable(""), answer}, 1, 4, true},
+		{"the last retry may succeed", []step{broken, broken, answer}, 2, 3, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &scripted{steps: tc.steps}
+				c := s.client(retryOnly("echo"))
+				c.MaxRetries = tc.maxRetries
+				err := c.Call(t.Context(), "echo", []int{1}, nil)
+				assert.Equal(t, tc.requests, s.requests(), "requests sent")
+				if tc.ok {
+					require.NoError(t, err)
+					return
+				}
+				require.Error(t, err)
+				assert.NotErrorIs(t, err, context.Canceled)
+				assert.True(t, jsonrpc.MayHaveRun(err), "MayHaveRun(%v)", err)
+			})
+		})
+	}
+}
+
 // overloaded answers 503 with an ErrOverloaded answer, as a Server whose
 // memory budget is spent does.
 func overloaded(*http.Request, []byte) (*http.Response, error) {
