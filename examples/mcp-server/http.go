@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
@@ -22,6 +23,14 @@ import (
 
 // endpoint is the path of the MCP endpoint; other paths are 404.
 const endpoint = "/mcp"
+
+// requestTimeout bounds the work of one POST, all the calls of a batch
+// together; the response's WriteTimeout is a little longer.
+var requestTimeout = 55 * time.Second
+
+// deadlineKey is the context key of the time by which the tools of an
+// HTTP request must have ended.
+type deadlineKey struct{}
 
 // serveHTTP serves srv as an MCP endpoint on the TCP address addr until ctx
 // ends. Once it listens it prints the endpoint's URL, followed by a
@@ -46,13 +55,14 @@ func serveHTTP(ctx context.Context, srv *jsonrpc.Server, addr string, out io.Wri
 	mux := http.NewServeMux()
 	mux.Handle(endpoint, checkHeaders(srv))
 	// The bounds SECURITY.md asks of an HTTP endpoint. WriteTimeout
-	// bounds a whole response, progress included, so it is well above
-	// the longest tool call: count's 1000 steps of 20 ms.
+	// bounds a whole response, progress included, so it is above
+	// requestTimeout, which bounds the tools of one POST (a single call's
+	// longest, count's 1000 steps of 20 ms, takes 20 s).
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      time.Minute,
+		WriteTimeout:      requestTimeout + 5*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
@@ -98,7 +108,26 @@ func checkHeaders(h http.Handler) http.Handler {
 			refuse(w, http.StatusBadRequest, fmt.Sprintf("unsupported MCP-Protocol-Version %q", v))
 			return
 		}
-		h.ServeHTTP(w, r)
+		// MCP answers a request with application/json or
+		// text/event-stream only: hide application/x-ndjson, which
+		// Server.ServeHTTP would otherwise stream.
+		if accept := r.Header.Values("Accept"); len(accept) > 0 {
+			var kept []string
+			for _, v := range accept {
+				for _, part := range strings.Split(v, ",") {
+					mt, _, _ := strings.Cut(part, ";")
+					if !strings.EqualFold(strings.TrimSpace(mt), "application/x-ndjson") {
+						kept = append(kept, strings.TrimSpace(part))
+					}
+				}
+			}
+			r.Header["Accept"] = []string{strings.Join(kept, ", ")}
+		}
+		// The tools of one POST (a batch runs its calls one after the
+		// other) must end before the response's WriteTimeout: callTool
+		// stops them at this deadline.
+		ctx := context.WithValue(r.Context(), deadlineKey{}, time.Now().Add(requestTimeout))
+		h.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -8,7 +8,12 @@
 // stopping when the caller cancels; "roots" asks the client for its roots
 // (a call from the server to the client on the same connection) and
 // returns them, or, if the client has not answered within 10 s, cancels
-// its call and fails. The client's notifications/cancelled stops a call,
+// its call and fails; it is offered only to a client that declared the
+// roots capability, as MCP lets a server use only what was negotiated.
+// A call's arguments are checked against its tool's inputSchema (a
+// violation is a tool error, isError), and at most 32 tool calls run at
+// once, across all clients: the others wait (MCP asks servers to rate
+// limit tool invocations). The client's notifications/cancelled stops a call,
 // which then gets no response, as MCP requires. Logs go to standard
 // error; the server exits 0 when its input ends, once the tools still
 // running have had 300 ms to finish and then been cancelled.
@@ -50,6 +55,11 @@
 //     drops its HTTP request (closing the transport does): the tool's
 //     context is cancelled then.
 //   - A client that accepts only application/json gets no progress.
+//
+// The tools of one POST (all the calls of a batch) must end within 55 s
+// of it, or are stopped and answered with a tool error; application/x-ndjson
+// in Accept is ignored, since MCP answers only with application/json or
+// text/event-stream.
 package main
 
 import (
@@ -63,6 +73,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -136,7 +147,29 @@ type callResult struct {
 
 type initializeParams struct {
 	ProtocolVersion string `json:"protocolVersion"`
+	Capabilities    struct {
+		Roots *struct{} `json:"roots"` // present: the client answers roots/list
+	} `json:"capabilities"`
 }
+
+// session is what the client negotiated in initialize. options makes
+// one, which the connections of a Server built on them share: right over
+// stdio, where the process serves one connection, and harmless over HTTP,
+// where the server never calls the client.
+type session struct {
+	roots atomic.Bool // the client declared the roots capability
+}
+
+// errNoRootsCapability is the roots tool's error for a client that did
+// not declare the roots capability: MCP lets a server use only the
+// capabilities negotiated.
+var errNoRootsCapability = errors.New("the client did not declare the roots capability")
+
+// toolSlots bounds the tool calls running at once, across all clients
+// and transports (MCP: servers must rate limit tool invocations); a call
+// beyond it waits for a slot within its context, over HTTP within its
+// request's deadline.
+var toolSlots = make(chan struct{}, 32)
 
 type rootsList struct {
 	Roots []struct {
@@ -163,7 +196,8 @@ var (
 	progressMethod  = jsonrpc.NewMethod[progressParams, struct{}]("notifications/progress")
 )
 
-func initialize(ctx context.Context, p initializeParams) (any, error) {
+func (s *session) initialize(ctx context.Context, p initializeParams) (any, error) {
+	s.roots.Store(p.Capabilities.Roots != nil)
 	version := versions[0]
 	if slices.Contains(versions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
@@ -175,29 +209,73 @@ func initialize(ctx context.Context, p initializeParams) (any, error) {
 	}, nil
 }
 
-// listTools lists the tools, but for roots over HTTP, where it cannot work.
-func listTools(ctx context.Context, _ struct{}) (any, error) {
+// listTools lists the tools, but for roots over HTTP, where it cannot
+// work, and for a client that did not declare the roots capability.
+func (s *session) listTools(ctx context.Context, _ struct{}) (any, error) {
 	list := tools
-	if jsonrpc.HTTPRequestFromContext(ctx) != nil {
+	if jsonrpc.HTTPRequestFromContext(ctx) != nil || !s.roots.Load() {
 		list = slices.DeleteFunc(slices.Clone(tools), func(t tool) bool { return t.Name == "roots" })
 	}
 	return map[string]any{"tools": list}, nil
 }
 
+// inputSchemas are the tools' input schemas, resolved for validation.
+var inputSchemas = func() []*jsonschema.Resolved {
+	rs := make([]*jsonschema.Resolved, len(tools))
+	for i, t := range tools {
+		r, err := t.InputSchema.Resolve(nil)
+		if err != nil {
+			panic(err)
+		}
+		rs[i] = r
+	}
+	return rs
+}()
+
 // callTool runs a tool. A failing tool is a result with isError set, as
-// MCP asks, so that the model sees what went wrong; an unknown tool is a
-// protocol error.
-func callTool(ctx context.Context, p callParams) (*callResult, error) {
+// MCP asks, so that the model sees what went wrong (arguments that break
+// the tool's inputSchema too); an unknown tool, or arguments that are not
+// an object, are a protocol error.
+func (s *session) callTool(ctx context.Context, p callParams) (*callResult, error) {
 	i := slices.IndexFunc(tools, func(t tool) bool { return t.Name == p.Name })
 	if i < 0 {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
 	}
-	if p.Arguments == nil {
+	if p.Arguments == nil || string(p.Arguments) == "null" {
 		p.Arguments = json.RawMessage("{}")
 	}
-	text, err := tools[i].run(ctx, p)
+	var args any
+	if err := json.Unmarshal(p.Arguments, &args); err != nil {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "arguments: %v", err)
+	}
+	if _, ok := args.(map[string]any); !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "arguments must be an object")
+	}
+	if err := inputSchemas[i].Validate(args); err != nil {
+		return &callResult{Content: []content{{"text", "invalid arguments: " + err.Error()}}, IsError: true}, nil
+	}
+	if tools[i].Name == "roots" && jsonrpc.HTTPRequestFromContext(ctx) == nil && !s.roots.Load() {
+		return &callResult{Content: []content{{"text", errNoRootsCapability.Error()}}, IsError: true}, nil
+	}
+	runCtx := ctx
+	if d, ok := ctx.Value(deadlineKey{}).(time.Time); ok { // over HTTP
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	var text string
+	var err error
+	select {
+	case toolSlots <- struct{}{}:
+		text, err = tools[i].run(runCtx, p)
+		<-toolSlots
+	case <-runCtx.Done():
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled: the client expects no answer
+	}
+	if runCtx.Err() != nil {
+		err = errors.New("the HTTP request ran out of time")
 	}
 	if err != nil {
 		return &callResult{Content: []content{{"text", err.Error()}}, IsError: true}, nil
@@ -277,11 +355,12 @@ func roots(ctx context.Context, p callParams) (string, error) {
 // options are the server's: its methods and MCP's cancel convention.
 func options() jsonrpc.Options {
 	mux := new(jsonrpc.Mux)
-	initializeMethod.Register(mux, initialize)
+	s := new(session)
+	initializeMethod.Register(mux, s.initialize)
 	mux.HandleFunc("notifications/initialized", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
 	pingMethod.Register(mux, func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
-	listToolsMethod.Register(mux, listTools)
-	callToolMethod.Register(mux, callTool)
+	listToolsMethod.Register(mux, s.listTools)
+	callToolMethod.Register(mux, s.callTool)
 	return jsonrpc.Options{
 		Handler:      mux,
 		Logger:       logger,
