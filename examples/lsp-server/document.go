@@ -45,6 +45,11 @@ const (
 	maxEditWork = 256 << 20
 )
 
+// maxHeld bounds the URIs and texts of all the open documents together,
+// since an editor may open any number of them: a didOpen past it is not
+// served (and logged), and a didChange past it drops its document.
+var maxHeld = 256 << 20
+
 // applyAll returns text with changes made in order, or ok false if that
 // passes maxDocument or maxEditWork.
 func applyAll(text string, changes []contentChange) (_ string, ok bool) {
@@ -114,12 +119,16 @@ func offset(text string, p position) int {
 // break, or ok false if text has no line n. A line ends at "\n", "\r\n"
 // or "\r", as in LSP, so "a\n" has two lines, the second one empty.
 func line(text string, n int) (start, end int, ok bool) {
+	// A byte at a time: strings.IndexAny costs a call per line, which is
+	// many times the cost of a byte when the lines are short.
 	for ; n > 0; n-- {
-		i := strings.IndexAny(text[start:], "\r\n")
-		if i < 0 {
+		for start < len(text) && text[start] != '\n' && text[start] != '\r' {
+			start++
+		}
+		if start == len(text) {
 			return 0, 0, false
 		}
-		start += i + 1
+		start++
 		if text[start-1] == '\r' && start < len(text) && text[start] == '\n' {
 			start++
 		}

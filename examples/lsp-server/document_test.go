@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // change is a contentChange with a range from (l1, c1) to (l2, c2).
@@ -155,4 +157,55 @@ func TestHoverQuotesLittle(t *testing.T) {
 	assert.True(t, utf8.ValidString(value), "cut between runes")
 	assert.Equal(t, "ab", quote("ab", 2))
 	assert.Equal(t, "a…", quote("aé", 2), "é does not fit: cut before it")
+}
+
+// TestDocumentsHeldBounded checks that the URIs and texts of the open
+// documents together stay within maxHeld, whatever the editor opens, and
+// that opening again, changing and closing keep the count right.
+func TestDocumentsHeldBounded(t *testing.T) {
+	old := maxHeld
+	maxHeld = 1 << 20
+	t.Cleanup(func() { maxHeld = old })
+	s := &server{docs: make(map[string]document)}
+	open := func(uri, text string) {
+		_, err := s.didOpen(t.Context(), documentParams{TextDocument: textDocument{URI: uri, Text: text}})
+		require.NoError(t, err)
+	}
+	held := func() int {
+		n := 0
+		for uri, d := range s.docs {
+			n += len(uri) + len(d.text)
+		}
+		assert.Equal(t, n, s.held, "the count of what is held")
+		return n
+	}
+	big := strings.Repeat("x", 300<<10)
+	for i := range 3 {
+		open(fmt.Sprint(i), big)
+	}
+	open("3", big) // does not fit
+	assert.NotContains(t, s.docs, "3")
+	assert.LessOrEqual(t, held(), maxHeld)
+	open("0", "small") // opened again: replaces, and frees its room
+	open("3", big)
+	assert.Contains(t, s.docs, "3")
+	held()
+
+	// A URI counts as much as a text.
+	open(strings.Repeat("u", 300<<10), "")
+	assert.Len(t, s.docs, 4, "a URI of 300 KiB opened past maxHeld")
+	assert.LessOrEqual(t, held(), maxHeld)
+
+	_, err := s.didChange(t.Context(), documentParams{TextDocument: textDocument{URI: "0"}, ContentChanges: []contentChange{{Text: big}}})
+	require.NoError(t, err)
+	assert.NotContains(t, s.docs, "0", "grown past maxHeld")
+	_, err = s.didChange(t.Context(), documentParams{TextDocument: textDocument{URI: "1"}, ContentChanges: []contentChange{{Text: "y"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "y", s.docs["1"].text)
+	held()
+	for uri := range s.docs {
+		_, err := s.didClose(t.Context(), documentParams{TextDocument: textDocument{URI: uri}})
+		require.NoError(t, err)
+	}
+	assert.Zero(t, s.held)
 }

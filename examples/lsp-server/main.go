@@ -73,6 +73,7 @@ type server struct {
 	// them.
 	mu   sync.Mutex
 	docs map[string]document
+	held int // the bytes of the URIs and texts in docs, at most maxHeld
 }
 
 type initializeParams struct {
@@ -89,7 +90,7 @@ func (s *server) initialize(ctx context.Context, p initializeParams) (any, error
 		"capabilities": map[string]any{
 			"textDocumentSync":       map[string]any{"openClose": true, "change": 2}, // incremental
 			"hoverProvider":          true,
-			"executeCommandProvider": map[string]any{"commands": []string{"example.count"}},
+			"executeCommandProvider": map[string]any{"commands": []string{"example.count"}, "workDoneProgress": true}, // it reports $/progress
 		},
 		"serverInfo": map[string]string{"name": "jsonrpc-example", "version": "1.0.0"},
 	}, nil
@@ -111,13 +112,26 @@ type documentParams struct {
 func (s *server) didOpen(ctx context.Context, p documentParams) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.drop(p.TextDocument.URI) // opened again: the new text replaces it
 	if len(p.TextDocument.Text) > maxDocument {
 		logger.Warn("didOpen of a document too large to serve", "uri", p.TextDocument.URI, "bytes", len(p.TextDocument.Text))
-		delete(s.docs, p.TextDocument.URI)
+		return nil, nil
+	}
+	if s.held+len(p.TextDocument.URI)+len(p.TextDocument.Text) > maxHeld {
+		logger.Warn("didOpen past the bytes the server holds: the document is not served", "uri", p.TextDocument.URI, "bytes", len(p.TextDocument.Text))
 		return nil, nil
 	}
 	s.docs[p.TextDocument.URI] = document{text: p.TextDocument.Text, version: p.TextDocument.Version}
+	s.held += len(p.TextDocument.URI) + len(p.TextDocument.Text)
 	return nil, nil
+}
+
+// drop forgets the document at uri, if open; s.mu must be held.
+func (s *server) drop(uri string) {
+	if doc, ok := s.docs[uri]; ok {
+		s.held -= len(uri) + len(doc.text)
+		delete(s.docs, uri)
+	}
 }
 
 func (s *server) didChange(ctx context.Context, p documentParams) (any, error) {
@@ -129,12 +143,16 @@ func (s *server) didChange(ctx context.Context, p documentParams) (any, error) {
 		return nil, nil
 	}
 	text, ok := applyAll(doc.text, p.ContentChanges)
+	if ok && s.held-len(doc.text)+len(text) > maxHeld {
+		ok = false
+	}
 	if !ok {
 		logger.Warn("didChange too costly to apply: the document is dropped until it is opened again",
 			"uri", p.TextDocument.URI, "changes", len(p.ContentChanges))
-		delete(s.docs, p.TextDocument.URI)
+		s.drop(p.TextDocument.URI)
 		return nil, nil
 	}
+	s.held += len(text) - len(doc.text)
 	doc.text, doc.version = text, p.TextDocument.Version
 	s.docs[p.TextDocument.URI] = doc
 	return nil, nil
@@ -143,7 +161,7 @@ func (s *server) didChange(ctx context.Context, p documentParams) (any, error) {
 func (s *server) didClose(ctx context.Context, p documentParams) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.docs, p.TextDocument.URI)
+	s.drop(p.TextDocument.URI)
 	return nil, nil
 }
 
@@ -319,8 +337,9 @@ func (s *server) options(exit func()) jsonrpc.Options {
 		Logger:  logger,
 		Framing: jsonrpc.HeaderFraming{},
 		// A message holds a document of maxDocument bytes, escaped as
-		// JSON, with room to spare.
-		MaxMessageSize: 4 * maxDocument,
+		// JSON (a control character takes six bytes, \u001b), with
+		// room to spare.
+		MaxMessageSize: 6*maxDocument + 1<<20,
 		// LSP sends no batches; the answer to one is built whole in
 		// memory, so a peer's batch of hovers is kept small.
 		MaxBatch: 16,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,4 +92,41 @@ func TestBeforeInitialize(t *testing.T) {
 	_, open := s.docs["file:///a.txt"]
 	s.mu.Unlock()
 	assert.False(t, open, "a didOpen before initialize opened its document")
+}
+
+// TestEscapedDocumentFits: a document of maxDocument bytes opens whatever
+// its characters, though JSON escapes a control character as six bytes
+// (\u001b), so its didOpen is six times its size.
+func TestEscapedDocumentFits(t *testing.T) {
+	a, b := net.Pipe()
+	s := &server{docs: make(map[string]document)}
+	server := jsonrpc.NewConn(a, a, new(s.options(func() {})))
+	defer server.Close()
+	editor := jsonrpc.NewConn(b, b, &jsonrpc.Options{Framing: jsonrpc.HeaderFraming{}})
+	defer editor.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	require.NoError(t, editor.Call(ctx, "initialize", map[string]any{"capabilities": map[string]any{}}, nil))
+	text := strings.Repeat("\x1b", maxDocument)
+	doc := map[string]any{"textDocument": map[string]any{"uri": "file:///a", "version": 1, "text": text}}
+	require.NoError(t, editor.Notify(ctx, "textDocument/didOpen", doc))
+	at := map[string]any{"textDocument": map[string]any{"uri": "file:///a"}, "position": map[string]int{"line": 0, "character": 0}}
+	require.NoError(t, editor.Call(ctx, "textDocument/hover", at, nil)) // the didOpen has been handled
+	s.mu.Lock()
+	got := s.docs["file:///a"].text
+	s.mu.Unlock()
+	assert.Equal(t, len(text), len(got), "a document of maxDocument control characters was not opened")
+}
+
+// TestProgressAnnounced: executeCommand reports $/progress on its
+// workDoneToken, so the server says so in its capabilities, as LSP asks
+// ("a server needs to signal general work done progress reporting
+// support in the corresponding server capability").
+func TestProgressAnnounced(t *testing.T) {
+	s := &server{docs: make(map[string]document)}
+	res, err := s.initialize(t.Context(), initializeParams{})
+	require.NoError(t, err)
+	caps := res.(map[string]any)["capabilities"].(map[string]any)
+	assert.Equal(t, true, caps["executeCommandProvider"].(map[string]any)["workDoneProgress"])
 }

@@ -68,7 +68,7 @@ test('initialize', { timeout }, async () => {
 	assert.equal(result.serverInfo.name, 'jsonrpc-example');
 	assert.equal(result.capabilities.hoverProvider, true);
 	assert.deepEqual(result.capabilities.textDocumentSync, { openClose: true, change: 2 }); // incremental
-	assert.deepEqual(result.capabilities.executeCommandProvider, { commands: ['example.count'] });
+	assert.deepEqual(result.capabilities.executeCommandProvider, { commands: ['example.count'], workDoneProgress: true }); // it reports $/progress
 	await conn.sendNotification('initialized', {});
 });
 
