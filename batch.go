@@ -368,7 +368,7 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 	}
 	if rc != nil {
 		c.leaveSlot(rc)
-		defer c.retakeSlot(rc)
+		defer c.retakeSlot(rc, ctx.Done())
 	}
 	defer b.collect()
 	var first error    // the close that ended the batch, if any
@@ -425,7 +425,7 @@ func (c *conn) batchThrough(ctx context.Context, b outBatch) error {
 	if rc := c.slotHolder(ctx); rc != nil {
 		c.releaseReader(rc)
 		c.leaveSlot(rc)
-		defer c.retakeSlot(rc)
+		defer c.retakeSlot(rc, ctx.Done())
 	}
 	b.runChains(ctx, c.chain, nil, c.abandon)
 	err := c.writeBatch(ctx, &b)

@@ -323,3 +323,29 @@ func callLoop(b *testing.B, ctx context.Context, client caller, callers int) {
 		b.Fatal(failed)
 	}
 }
+
+// BenchmarkPeerCall measures a call whose handler calls back before it
+// answers (MCP's sampling, LSP's workspace/configuration): two Conns over
+// io.Pipe, the handler's call giving up its slot and taking it again.
+func BenchmarkPeerCall(b *testing.B) {
+	ar, bw := io.Pipe()
+	br, aw := io.Pipe()
+	client := new(jsonrpc.Mux)
+	client.HandleFunc("config", func(context.Context, *jsonrpc.Request) (any, error) { return 7, nil })
+	server := new(jsonrpc.Mux)
+	server.HandleFunc("ask", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		var n int
+		err := jsonrpc.Peer(ctx).Call(ctx, "config", nil, &n)
+		return n + 1, err
+	})
+	a := jsonrpc.NewConn(ar, aw, &jsonrpc.Options{Handler: client})
+	s := jsonrpc.NewConn(br, bw, &jsonrpc.Options{Handler: server})
+	defer func() { _ = a.Close(); _ = s.Close() }()
+	b.ReportAllocs()
+	for b.Loop() {
+		var n int
+		if err := a.Call(context.Background(), "ask", nil, &n); err != nil || n != 8 {
+			b.Fatalf("ask = %d, %v", n, err)
+		}
+	}
+}

@@ -72,7 +72,7 @@ func (c *conn) call(ctx context.Context, method string, params, result any, oc *
 	}
 	if rc != nil {
 		c.leaveSlot(rc)
-		defer c.retakeSlot(rc)
+		defer c.retakeSlot(rc, ctx.Done())
 	}
 	if done := ctx.Done(); done == nil {
 		<-p.done // a context that cannot end: a receive costs less than a select
@@ -100,7 +100,7 @@ func (c *conn) through(ctx context.Context, oc *outgoing, method string, dest an
 	if rc := c.slotHolder(ctx); rc != nil {
 		c.releaseReader(rc)
 		c.leaveSlot(rc)
-		defer c.retakeSlot(rc)
+		defer c.retakeSlot(rc, ctx.Done())
 	}
 	return oc.through(ctx, c.chain, method, dest)
 }
@@ -282,7 +282,7 @@ func (c *conn) streamCall(ctx context.Context, rc *reqCtx, id int64, method stri
 		// The range's body runs without the slot too: a stream is a
 		// wait for the peer from its call to its end.
 		c.leaveSlot(rc)
-		defer c.retakeSlot(rc)
+		defer c.retakeSlot(rc, ctx.Done())
 	}
 	// A call still pending on the way out was stopped by the range: its
 	// body broke, panicked or ended its goroutine.

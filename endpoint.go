@@ -43,7 +43,9 @@ type Caller interface {
 // A Conn is safe for concurrent use. It reads on a goroutine of its own
 // from the moment it is made until it ends: when its input ends, or on
 // Close or Shutdown. Done is closed when it has ended, and Wait reports
-// why; its reader and writer are then closed, if they are io.Closers.
+// why; its reader and writer are closed as it ends, if they are
+// io.Closers: at once, or, for a write still in flight, at most StopGrace
+// after Done (Close returns only once they are).
 type Conn struct {
 	c *conn
 

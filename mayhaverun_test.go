@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -296,6 +297,47 @@ func TestMayHaveRunFailedWrite(t *testing.T) {
 		_ = pw.Close()
 		_ = c.Close()
 	}
+}
+
+// stuckWriter takes nothing: its Write says when it has started, and
+// blocks until Close, which fails it with none of its bytes written.
+type stuckWriter struct {
+	entered chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func (w *stuckWriter) Write([]byte) (int, error) {
+	select {
+	case w.entered <- struct{}{}:
+	default:
+	}
+	<-w.closed
+	return 0, io.ErrClosedPipe
+}
+
+func (w *stuckWriter) Close() error {
+	w.once.Do(func() { close(w.closed) })
+	return nil
+}
+
+// TestMayHaveRunCloseDuringWrite: Close while a call's request is stuck in
+// a Write that then fails having taken none of its bytes: the call surely
+// did not run. (Close set the writer's error while the write was in
+// flight, which once hid how much of it went out.)
+func TestMayHaveRunCloseDuringWrite(t *testing.T) {
+	checkLeaks(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	w := &stuckWriter{entered: make(chan struct{}, 1), closed: make(chan struct{})}
+	c := jsonrpc.NewConn(pr, w, &jsonrpc.Options{StopGrace: 50 * time.Millisecond})
+	errc := make(chan error, 1)
+	go func() { errc <- c.Call(context.Background(), "m", nil, nil) }()
+	recv(t, w.entered, "the request's Write")
+	require.NoError(t, c.Close())
+	err := recv(t, errc, "the call to fail")
+	require.ErrorIs(t, err, jsonrpc.ErrClosed)
+	assert.False(t, jsonrpc.MayHaveRun(err), "MayHaveRun(%v) = true, but not one byte of the request was written", err)
 }
 
 // failedWriteTransport hands nothing back, and fails every WriteMessage after

@@ -125,7 +125,10 @@ type Options struct {
 	// or Stream made with its context, through [Peer] or a [Conn]) gives
 	// up its slot meanwhile, and takes one again, waiting its turn before
 	// the queue, once answered: handlers that call each other across a
-	// connection cannot deadlock, at any depth.
+	// connection cannot deadlock, at any depth. A call whose context ends
+	// first returns at once and its handler goes on over the bound, so
+	// that no Call waits past its context for a slot (a handler whose
+	// context ended is expected to return soon).
 	MaxInFlight int
 
 	// MaxPendingBytes is the byte budget of a connection: the requests
@@ -203,7 +206,11 @@ type Options struct {
 	// given up sooner still add up to it (the connection may then end up
 	// to a quarter SilenceTimeout after the last of them gave up): idle
 	// time never counts, and anything at all from the peer starts the
-	// count again from zero. Zero means no limit; it costs nothing then, and next to nothing
+	// count again from zero. What this side writes does not count: the
+	// progress of a Write cannot be seen until it returns, so a peer
+	// that takes a large message of ours more slowly than SilenceTimeout
+	// while sending nothing looks silent too; keep the timeout above the
+	// time the largest message takes to go out. Zero means no limit; it costs nothing then, and next to nothing
 	// otherwise: a counter per read from the peer, a look at the clock
 	// each time calls start or stop waiting, and a timer that runs only
 	// while calls wait.

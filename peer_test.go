@@ -273,3 +273,35 @@ func TestPeerCallOutlivesHandlerSlot(t *testing.T) {
 	peer.next(t)
 	assert.Equal(t, int32(1), most.Load(), "handlers that ran at once with MaxInFlight 1")
 }
+
+// A handler's call to the peer returns once its ctx ends even while every
+// handler slot is taken: it gave its slot up to wait, and does not wait
+// for one to come back before it returns (it goes on over MaxInFlight,
+// as it would after an abort).
+func TestPeerCallCtxWhileSlotsTaken(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	blockStarted := make(chan struct{})
+	outer := make(chan error, 1)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("outer", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		err := jsonrpc.Peer(ctx).Call(cctx, "neverAnswered", nil, nil)
+		outer <- err
+		return nil, err
+	})
+	mux.HandleFunc("block", func(context.Context, *jsonrpc.Request) (any, error) {
+		close(blockStarted)
+		<-release
+		return "done", nil
+	})
+	_, peer := newRawPeer(t, &jsonrpc.Options{Handler: mux, MaxInFlight: 1})
+	defer close(release)
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"outer"}`)
+	require.Equal(t, "neverAnswered", peer.nextMsg(t).Method) // outer waits, its slot given up
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"block"}`)
+	recv(t, blockStarted, "block to take the slot")
+	err := recv(t, outer, "the call with a 100 ms ctx to return while block holds the slot")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}

@@ -92,14 +92,18 @@ var errParkedFull = ErrOverloaded.WithData(map[string]string{"reason": "handlers
 // get the next slot freed, before the queue. A call that work the handler
 // started made after the handler returned took no slot; one that it made
 // before, and that ends after, leaves the slot to endSlot.
-func (c *conn) retakeSlot(rc *reqCtx) {
+//
+// stop is the Done channel of the call's context: once it is closed the
+// handler goes on at once, over the bound, as after an abort, so that a
+// call whose context ended returns at once (see Conn.Call).
+func (c *conn) retakeSlot(rc *reqCtx, stop <-chan struct{}) {
 	c.mu.Lock()
 	a := rc.arm()
 	if a.waits--; a.waits > 0 || !a.freed || rc.flags.Load()&flagEnded != 0 {
 		c.mu.Unlock()
 		return
 	}
-	c.resumeLocked(a)
+	c.resumeLocked(a, stop)
 }
 
 // endSlot settles the slot of a handler that has returned, a, the armed
@@ -115,13 +119,13 @@ func (c *conn) endSlot(a *armedCtx) {
 		c.mu.Unlock()
 		return
 	}
-	c.resumeLocked(a)
+	c.resumeLocked(a, nil)
 }
 
 // resumeLocked takes a slot again for a handler whose slot a call to the
 // peer gave up (see retakeSlot), waiting if every slot is taken; it is
 // called with c.mu held and unlocks it.
-func (c *conn) resumeLocked(a *armedCtx) {
+func (c *conn) resumeLocked(a *armedCtx, stop <-chan struct{}) {
 	a.freed = false
 	c.held.Add(-parkCost)
 	c.parkedBytes.Add(-parkCost)
@@ -143,20 +147,24 @@ func (c *conn) resumeLocked(a *armedCtx) {
 	c.mu.Unlock()
 	select {
 	case <-ready:
+		return
 	case <-c.aborted:
 		// Nothing more is read: go on, over the bound, as the rest of
 		// the connection's handlers end.
-		c.mu.Lock()
-		for i, ch := range c.resume {
-			if ch == ready {
-				c.resume = append(c.resume[:i], c.resume[i+1:]...)
-				c.resumeN.Add(-1)
-				c.running.Add(1)
-				break
-			}
-		}
-		c.mu.Unlock()
+	case <-stop:
+		// The call's context ended: go on at once, over the bound, so
+		// that the call returns as its context says (see Conn.Call).
 	}
+	c.mu.Lock()
+	for i, ch := range c.resume {
+		if ch == ready {
+			c.resume = append(c.resume[:i], c.resume[i+1:]...)
+			c.resumeN.Add(-1)
+			c.running.Add(1)
+			break
+		}
+	}
+	c.mu.Unlock()
 }
 
 // inlineRunning returns 1 while a unit runs inline on the reading role,

@@ -168,11 +168,20 @@ func (lw *lineWriter) take() (data []byte, gen uint64) {
 	return data, gen
 }
 
-// failed records the first write error, err, of buffer gen, of which n
-// bytes went out.
+// failed records a write error, err, of buffer gen, of which n bytes went
+// out: the first error is kept as the writer's, and the first failed
+// buffer as failGen, even when fail had set the error while that write
+// was in flight.
 func (lw *lineWriter) failed(err error, gen uint64, n int) {
-	if err != nil && lw.err == nil {
+	if err == nil {
+		return
+	}
+	if lw.err == nil {
 		lw.err = err
+	}
+	// A sticky error set by fail (closeNow, abort) while this write was
+	// in flight does not say how much of the buffer went out: record it.
+	if lw.failGen == 0 {
 		lw.failGen, lw.failN = gen+1, n
 	}
 }
