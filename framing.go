@@ -91,7 +91,8 @@ func (LineFraming) AppendFrame(dst, msg []byte) []byte {
 //   - A header block longer than 8 KiB is read up to its empty line, any
 //     line over 8 KiB being discarded as it arrives, and reported with an
 //     error wrapping [ErrBadHeader]; if it held a valid Content-Length, the
-//     body is skipped too.
+//     body is skipped too. A line over 8 KiB whose first 8 KiB do not
+//     start "Name:" is no header, and is handled as below.
 //   - A block without a usable Content-Length (missing, not a decimal
 //     number, or given twice with different values) is reported at its
 //     empty line, and a line that is not a header ("Name: value") at once,
@@ -360,6 +361,14 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 	i := bytes.IndexByte(lr.buf[lr.scanned:lr.end], '\n')
 	if i < 0 {
 		lr.scanned = lr.end
+		if !lr.discard && lr.end-lr.start > maxHeaderBytes && headerColon(lr.buf[lr.start:lr.start+maxHeaderBytes+1]) < 0 {
+			// A long line that is not a header: out of step, as below. (Its
+			// first bytes only are looked at, so that the reads do not
+			// matter.)
+			lr.scanned = lr.start
+			lr.phase = phaseResync
+			return true, &headerError{"malformed header line " + quoteShort(lr.buf[lr.start:lr.end])}
+		}
 		if lr.discard || lr.end-lr.start > maxHeaderBytes {
 			// A line too long for any block: drop it as it arrives.
 			lr.hdrSize += lr.end - lr.start
@@ -377,6 +386,12 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 	lr.hdrSize += len(line) + 1
 	if lr.hdrSize > maxHeaderBytes {
 		lr.hdrLong = true
+	}
+	if !lr.discard && len(line) > maxHeaderBytes && headerColon(line[:maxHeaderBytes+1]) < 0 {
+		// The same for a long line that came whole.
+		lr.start, lr.scanned = lineStart, lineStart
+		lr.phase = phaseResync
+		return true, &headerError{"malformed header line " + quoteShort(line)}
 	}
 	if lr.discard || len(line) > maxHeaderBytes {
 		// The end of a line too long for any block, or all of one that
@@ -399,7 +414,7 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 			return false, nil
 		}
 	}
-	colon := bytes.IndexByte(line, ':')
+	colon := bytes.IndexByte(line, ':') // headerColon, written out on this path
 	if colon <= 0 || !isToken(line[:colon]) {
 		// Not a header: the stream is out of step. Look for the next
 		// message from the start of this line, which may hold the rest of
@@ -421,6 +436,16 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 		lr.length = n
 	}
 	return false, nil
+}
+
+// headerColon returns the index of the colon of line, a header line
+// "Name: value", or -1 if line is not one.
+func headerColon(line []byte) int {
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 || !isToken(line[:colon]) {
+		return -1
+	}
+	return colon
 }
 
 // setHeaderErr records the first problem of a header block.

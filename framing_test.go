@@ -130,6 +130,14 @@ func TestHeaderFramingRead(t *testing.T) {
 			[]string{markBadHeader, next}, io.EOF},
 		{"header block too long, many lines", "Content-Length: 58\r\n" + manyHeaders + "\r\n" + body + frame(next), 0,
 			[]string{markBadHeader, next}, io.EOF},
+		{"junk line just within the header bound", strings.Repeat("x", maxHeaderBytes) + "\n" + frame(next), 0,
+			[]string{markBadHeader, next}, io.EOF},
+		{"junk line over the header bound", strings.Repeat("x", maxHeaderBytes+8) + "\n" + frame(next), 0,
+			[]string{markBadHeader, next}, io.EOF},
+		{"long junk line", "{" + strings.Repeat("j", 100000) + "}\r\n" + frame(next), 0, []string{markBadHeader, next}, io.EOF},
+		{"long junk running into a header", strings.Repeat("x", 100000) + frame(next) + frame(body), 0,
+			[]string{markBadHeader, next, body}, io.EOF},
+		{"long blank line", strings.Repeat(" ", maxHeaderBytes+800) + "\r\n" + frame(next), 0, []string{markBadHeader, next}, io.EOF},
 		{"header block just within the bound", "Content-Length: 58\r\nX: " + strings.Repeat("p", maxHeaderBytes-20-3-2-2) + "\r\n\r\n" + body, 0,
 			[]string{body}, io.EOF},
 
@@ -163,6 +171,40 @@ func TestHeaderFramingRead(t *testing.T) {
 				_, err = mr.ReadMessage()
 				assert.ErrorIs(t, err, io.EOF, "EOF after the end")
 			})
+		}
+	}
+}
+
+// TestHeaderFramingJunkCostsNoFrame: whatever junk comes between good
+// frames (short or long lines, lines without a newline that run into the
+// next header, bad blocks, bodies too large), every good frame after it
+// is read, however the input is cut into reads.
+func TestHeaderFramingJunkCostsNoFrame(t *testing.T) {
+	junks := []string{
+		"{junk}\n", "{" + strings.Repeat("j", 9000) + "}\n", "{" + strings.Repeat("j", 100000) + "}\n",
+		"\r\n", strings.Repeat("\r\n", 5000), strings.Repeat(" ", 20000) + "\n",
+		"Content-Length: x\r\n\r\n{junk}", "Content-Type: x\r\n\r\n{junk}", "content-length: 5\r\n\r\n{jun}",
+		frame(strings.Repeat("b", 1001)), frame(strings.Repeat("b", 100000)), frame(""),
+		"Content-Length: 1\r\nContent-Length: 2\r\n\r\n{junk}",
+		strings.Repeat("X-A: 1234567890\r\n", 700) + "Content-Length: 5\r\n\r\n{jun}",
+		"{" + strings.Repeat("j", 100000), // no newline: runs into the next header
+		"Content-Length: 2\n\n{}",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		var in strings.Builder
+		var goods []string
+		for k := range 1 + rng.IntN(8) {
+			in.WriteString(junks[rng.IntN(len(junks))])
+			g := `{"jsonrpc":"2.0","method":"good","params":[` + strconv.Itoa(k) + `]}`
+			goods = append(goods, g)
+			in.WriteString(frame(g))
+		}
+		for _, rd := range testReaders[2:] { // half reads, data with EOF
+			got, err := readFrames(t, HeaderFraming{}.NewReader(rd.wrap(strings.NewReader(in.String())), 1000))
+			require.ErrorIs(t, err, io.EOF)
+			served := slices.DeleteFunc(got, func(m string) bool { return !strings.Contains(m, `"good"`) })
+			require.Equal(t, goods, served, "input %d, %s: %.200q", i, rd.name, in.String())
 		}
 	}
 }
