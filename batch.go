@@ -326,7 +326,7 @@ func (b *outBatch) outcome(err error) error {
 	}
 	for i := range b.entries {
 		if b.entries[i].ended {
-			return b.ch.ctx.Err()
+			return sent(b.ch.ctx.Err()) // it had gone out: it may have run
 		}
 	}
 	for i := range b.entries {
@@ -394,7 +394,7 @@ func (c *conn) batch(ctx context.Context, calls ...*BatchCall) error {
 					}
 				}
 				if abandoned {
-					return ctx.Err()
+					return sent(ctx.Err()) // the batch went out: its calls may have run
 				}
 				delivered = true
 			}

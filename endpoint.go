@@ -134,7 +134,8 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // matching each to its call by id; notifications get none. Each call's
 // outcome is in its Err field. Batch itself returns an error only when the
 // batch could not be completed: ctx ended (the calls still waiting are
-// cancelled), or the connection ended.
+// cancelled; once the batch went out, the error says it may have run, see
+// [MayHaveRun]), or the connection ended.
 func (c *Conn) Batch(ctx context.Context, calls ...*BatchCall) error {
 	return c.c.batch(ctx, calls...)
 }
@@ -155,7 +156,10 @@ func (c *Conn) Stream(ctx context.Context, method string, params any) iter.Seq2[
 // Shutdown stops the connection gracefully: the requests already read
 // finish and their answers are written, this side's calls in flight get
 // their answers, and then the connection ends; Shutdown returns once that
-// is done, or ctx.Err() if ctx ends first (call Close then).
+// is done, or ctx.Err() if ctx ends first (call Close then). Called from
+// one of the connection's handlers, it waits for that handler too, so
+// until ctx ends: a handler that ends its connection should start
+// Shutdown on a goroutine of its own and return.
 //
 // Meanwhile reading goes on: each request the peer sends is answered at
 // once with [ErrNotRun] (it did not run, and may be sent elsewhere),
@@ -203,8 +207,9 @@ func (c *Conn) Close() error {
 
 // Wait blocks until the connection has ended and returns why: nil when
 // the input ended cleanly, an error wrapping [ErrClosed] after Close or
-// Shutdown or when handlers had to be abandoned at the end of the input,
-// or the read or write error that ended it.
+// Shutdown, when SilenceTimeout ended it, or when handlers had to be
+// abandoned at the end of the input, or the read or write error that
+// ended it.
 func (c *Conn) Wait() error {
 	<-c.c.served
 	return c.c.serveErr

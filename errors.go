@@ -273,6 +273,13 @@ func (e *sentError) Error() string { return e.err.Error() }
 
 func (e *sentError) Unwrap() error { return e.err }
 
+// Is reports whether target marks the same failure as sent: the error
+// Batch returns and those of its calls are marked apart.
+func (e *sentError) Is(target error) bool {
+	t, ok := target.(*sentError)
+	return ok && errors.Is(e.err, t.err)
+}
+
 // sent marks err, the failure of a call whose request was sent.
 func sent(err error) error {
 	if err == nil {

@@ -168,6 +168,17 @@ func TestMayHaveRun(t *testing.T) {
 			go func() { <-started; cancel() }()
 			return c.Call(ctx, "wait", nil, nil)
 		}},
+		{name: "batch: ctx ended after the send", mayHave: true, is: context.Canceled, call: func(ctx context.Context, c jsonrpc.Caller, started <-chan struct{}) error {
+			ctx, cancel := context.WithCancel(ctx)
+			go func() { <-started; cancel() }()
+			bc := &jsonrpc.BatchCall{Method: "wait"}
+			err := c.Batch(ctx, bc)
+			assert.True(t, jsonrpc.MayHaveRun(bc.Err), "the call's MayHaveRun(%v)", bc.Err)
+			if err == nil { // InProcess: the handler answered with ctx's error
+				return bc.Err
+			}
+			return err
+		}},
 		{name: "connection ended after the send", dies: true, mayHave: true, is: jsonrpc.ErrClosed, call: func(ctx context.Context, c jsonrpc.Caller, _ <-chan struct{}) error {
 			return c.Call(ctx, "die", nil, nil)
 		}},
@@ -375,4 +386,23 @@ func TestMayHaveRunFailedTransportWrite(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"method":"m"}`, recv(t, tr.sent, "the request handed to the transport"))
 	assert.True(t, jsonrpc.MayHaveRun(err), "%v", err)
 	_ = c.Close()
+}
+
+// TestMayHaveRunBatchCtxThroughInterceptors: a batch whose calls pass
+// through interceptors, and whose ctx ends once it went out, fails with
+// an error that says it may have run, as one without interceptors does.
+func TestMayHaveRunBatchCtxThroughInterceptors(t *testing.T) {
+	checkLeaks(t)
+	pass := func(next jsonrpc.SendFunc) jsonrpc.SendFunc { return next }
+	c, peer := newRawPeer(t, &jsonrpc.Options{Interceptors: []jsonrpc.Interceptor{pass}})
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	bc := &jsonrpc.BatchCall{Method: "m"}
+	go func() { errc <- c.Batch(ctx, bc) }()
+	peer.next(t) // the batch went out, and is never answered
+	cancel()
+	err := recv(t, errc, "Batch to return")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.True(t, jsonrpc.MayHaveRun(err), "MayHaveRun(%v)", err)
+	assert.True(t, jsonrpc.MayHaveRun(bc.Err), "the call's MayHaveRun(%v)", bc.Err)
 }

@@ -20,6 +20,10 @@ func (e *silenceError) Error() string {
 	return "jsonrpc: the peer sent nothing for " + e.timeout.String() + " while calls awaited answers (SilenceTimeout)"
 }
 
+// Unwrap makes the silence, which Conn.Wait returns, an error wrapping
+// ErrClosed, as the calls' errors are.
+func (e *silenceError) Unwrap() error { return ErrClosed }
+
 // silenceWatch is the state of the watch, guarded by callTable.pmu.
 type silenceWatch struct {
 	timeout  time.Duration // SilenceTimeout; zero for no watch

@@ -101,6 +101,9 @@ func TestSilenceTimeout(t *testing.T) {
 			synctest.Wait()
 			select {
 			case <-c.Done():
+				werr := c.Wait()
+				assert.ErrorIs(t, werr, jsonrpc.ErrClosed, "Wait: %v", werr)
+				assert.Contains(t, werr.Error(), "SilenceTimeout", "Wait says why")
 			default:
 				t.Error("the connection did not end")
 			}
