@@ -77,7 +77,8 @@ type Server struct {
 
 // Serve reads requests from r and writes responses to w until the input
 // ends, then lets the handlers in flight finish, flushes w and returns
-// nil. See [Server.Serve].
+// nil (or the read error, if the input ended with one other than io.EOF).
+// See [Server.Serve].
 func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 	s := &Server{Options: Options{Handler: h}}
 	return s.Serve(ctx, r, w)
@@ -95,11 +96,12 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler) error {
 // in flight get StopGrace to finish; then their contexts are cancelled
 // with a cause (see [context.Cause]) that wraps [ErrPeerClosed] and the
 // read error, requests still queued run with theirs cancelled, and all get
-// StopGrace again to return. Serve then flushes w and returns nil, or,
-// if a handler had to be abandoned, an error wrapping [ErrClosed] and
-// ErrPeerClosed; so it returns within about twice StopGrace of the end
-// of its input. A write error ends it with that error. When ctx
-// is cancelled Serve stops reading, cancels the handlers' contexts, waits
+// StopGrace again to return. Serve then flushes w and returns nil at
+// io.EOF, or the read error (such as io.ErrUnexpectedEOF in the middle of
+// a header-framed message), or, if a handler had to be abandoned, an
+// error wrapping [ErrClosed] and ErrPeerClosed; so it returns within
+// about twice StopGrace of the end of its input. A write error ends it
+// with that error. When ctx is cancelled Serve stops reading, cancels the handlers' contexts, waits
 // up to StopGrace for them, and returns ctx.Err(); after [Server.Close]
 // or [Server.Shutdown] it returns [ErrServerClosed].
 //
