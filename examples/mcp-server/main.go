@@ -145,6 +145,11 @@ type callResult struct {
 	IsError bool      `json:"isError,omitempty"`
 }
 
+// listParams are the params of tools/list: a cursor of pagination.
+type listParams struct {
+	Cursor *string `json:"cursor"`
+}
+
 type initializeParams struct {
 	ProtocolVersion string `json:"protocolVersion"`
 	Capabilities    struct {
@@ -189,7 +194,7 @@ type progressParams struct {
 var (
 	initializeMethod = jsonrpc.NewMethod[initializeParams, any]("initialize")
 	pingMethod       = jsonrpc.NewMethod[struct{}, struct{}]("ping")
-	listToolsMethod  = jsonrpc.NewMethod[struct{}, any]("tools/list")
+	listToolsMethod  = jsonrpc.NewMethod[listParams, any]("tools/list")
 	callToolMethod   = jsonrpc.NewMethod[callParams, *callResult]("tools/call")
 
 	rootsListMethod = jsonrpc.NewMethod[*struct{}, rootsList]("roots/list") // no params
@@ -211,7 +216,12 @@ func (s *session) initialize(ctx context.Context, p initializeParams) (any, erro
 
 // listTools lists the tools, but for roots over HTTP, where it cannot
 // work, and for a client that did not declare the roots capability.
-func (s *session) listTools(ctx context.Context, _ struct{}) (any, error) {
+func (s *session) listTools(ctx context.Context, p listParams) (any, error) {
+	if p.Cursor != nil {
+		// The list is one page, so no cursor was ever handed out: MCP
+		// asks for Invalid params on a cursor that is not valid.
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "invalid cursor %q", *p.Cursor)
+	}
 	list := tools
 	if jsonrpc.HTTPRequestFromContext(ctx) != nil || !s.roots.Load() {
 		list = slices.DeleteFunc(slices.Clone(tools), func(t tool) bool { return t.Name == "roots" })

@@ -228,3 +228,17 @@ func TestHTTPRequestDeadline(t *testing.T) {
 		t.Errorf("a call while every tool slot is taken = %s, want a tool error at the deadline", body)
 	}
 }
+
+// tools/list answers in one page, so any cursor is not one it gave out:
+// MCP asks for Invalid params (-32602) then.
+func TestListToolsInvalidCursor(t *testing.T) {
+	send, recv := stdioPeer(t)
+	send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"zzz"}}`)
+	if got := recv(); !strings.Contains(got, `"code":-32602`) {
+		t.Errorf("tools/list with a cursor never given = %s, want -32602", got)
+	}
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{}}}`)
+	if got := recv(); !strings.Contains(got, `"tools":[`) {
+		t.Errorf("tools/list without a cursor = %s, want the tools", got)
+	}
+}
