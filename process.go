@@ -183,12 +183,16 @@ func (p *Process) reap(ctx context.Context) {
 	_ = p.Conn.Close()
 }
 
-// kill kills the process, and stops reading its output, which a child of
-// its own may still hold open.
+// kill kills the process, stops reading its output, which a child of its
+// own may still hold open, and ends the connection.
 func (p *Process) kill() {
 	_ = p.Cmd.Process.Kill()
 	p.Conn.c.in.Close()
 	p.Conn.c.out.closeNow()
+	// Nothing the handlers answer can reach the killed process: cancel
+	// them now, as Conn.Close does, rather than let the end of its output
+	// give them StopGrace first.
+	p.Conn.c.abort(ErrClosed)
 }
 
 func (p *Process) waitDelay() time.Duration {

@@ -369,3 +369,48 @@ func TestStartProcessErrors(t *testing.T) {
 		assert.True(t, errors.Is(err, os.ErrNotExist), "got %v", err)
 	})
 }
+
+// TestProcessCloseWithHandlerInFlight: a handler of ours answering a call
+// of the child's, which returns once its context is cancelled, does not
+// hold Close past its bound, however the child's output ends: the killed
+// process can be answered no more, so its handlers are cancelled then,
+// not given StopGrace as at the end of an input (here 30 s).
+func TestProcessCloseWithHandlerInFlight(t *testing.T) {
+	const request = `printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"block"}'; `
+	for _, tc := range []struct {
+		name, script string
+		cancelCtx    bool // end StartProcess's ctx before Close
+	}{
+		{"child exits at end of input", request + `exec cat >/dev/null`, false},
+		{"child ignores end of input", request + `exec sleep 60`, false},
+		{"child exited before Close", request + `exit 0`, false},
+		{"ctx ended, child", request + `exec sleep 60`, true},
+		{"ctx ended, grandchild holds stdout", request + `sleep 3; exit 0`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkLeaks(t)
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			mux := new(jsonrpc.Mux)
+			mux.HandleFunc("block", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+				started <- struct{}{}
+				select {
+				case <-ctx.Done():
+				case <-release:
+				}
+				return nil, ctx.Err()
+			})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			p, err := jsonrpc.StartProcess(ctx, exec.Command("sh", "-c", tc.script),
+				&jsonrpc.Options{Handler: mux, StopGrace: 30 * time.Second})
+			require.NoError(t, err)
+			p.WaitDelay = 100 * time.Millisecond
+			recv(t, started, "the handler to start")
+			if tc.cancelCtx {
+				cancel()
+			}
+			time.Sleep(50 * time.Millisecond) // the child's output may end first
+			_ = closeWithin(t, p, 3*time.Second, func() { close(release) })
+		})
+	}
+}
