@@ -305,3 +305,54 @@ func TestPeerCallCtxWhileSlotsTaken(t *testing.T) {
 	err := recv(t, outer, "the call with a 100 ms ctx to return while block holds the slot")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// After a handler whose call's ctx ended went on over MaxInFlight (see
+// TestPeerCallCtxWhileSlotsTaken) returns, MaxInFlight bounds the
+// handlers again: the excess is not handed on, so a queued unit does not
+// start while another handler holds the only slot, and starts once it is
+// free.
+func TestPeerCallOverBoundEndsWithIt(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	cancelOuter := make(chan struct{})
+	outerDone := make(chan struct{})
+	started := make(chan string, 4)
+	var running, most atomic.Int32
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("outer", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		defer close(outerDone)
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { <-cancelOuter; cancel() }()
+		err := jsonrpc.Peer(ctx).Call(cctx, "neverAnswered", nil, nil)
+		return nil, err
+	})
+	mux.HandleFunc("block", func(ctx context.Context, r *jsonrpc.Request) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		started <- r.ID.String()
+		<-release
+		return "done", nil
+	})
+	_, peer := newRawPeer(t, &jsonrpc.Options{Handler: mux, MaxInFlight: 1})
+	peer.send(t, `{"jsonrpc":"2.0","id":1,"method":"outer"}`)
+	require.Equal(t, "neverAnswered", peer.nextMsg(t).Method)
+	peer.send(t, `{"jsonrpc":"2.0","id":2,"method":"block"}`)
+	recv(t, started, "block 2 to take the slot")
+	peer.send(t, `{"jsonrpc":"2.0","id":3,"method":"block"}`)
+	time.Sleep(300 * time.Millisecond) // block 3 queued behind the slot
+	close(cancelOuter)
+	recv(t, outerDone, "outer to return")
+	select {
+	case id := <-started:
+		t.Errorf("block %s started while block 2 still runs, MaxInFlight 1", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+	assert.Equal(t, int32(1), most.Load(), "handlers that ran at once with MaxInFlight 1")
+	close(release) // block 2 ends: block 3 must now start (not starved)
+	recv(t, started, "block 3 to start once block 2 ended")
+	peer.next(t)
+	peer.next(t)
+	peer.next(t)
+}

@@ -163,7 +163,7 @@ func (c *conn) refuse(rs *readState, line []byte, act bool, werr *Error) {
 func (c *conn) work() {
 	for {
 		c.mu.Lock()
-		if len(c.resume) > 0 || len(c.queue) == 0 {
+		if len(c.resume) > 0 || len(c.queue) == 0 || c.running.Load() > c.maxFlight {
 			c.freeSlotLocked()
 			c.mu.Unlock()
 			return

@@ -7,9 +7,11 @@ package jsonrpc
 import "context"
 
 // freeSlotLocked gives up a slot: to the first handler waiting to go on
-// after a call to the peer, or else back to the pool.
+// after a call to the peer, or else back to the pool. While more handlers
+// run than the bound (one went on over it, see resumeLocked), the slot
+// goes back to the pool: the excess ends with the handler that made it.
 func (c *conn) freeSlotLocked() {
-	if len(c.resume) > 0 {
+	if len(c.resume) > 0 && c.running.Load() <= c.maxFlight {
 		c.popResumerLocked()
 		return
 	}
@@ -62,7 +64,7 @@ func (c *conn) leaveSlot(rc *reqCtx) {
 	switch {
 	case len(c.resume) > 0:
 		c.freeSlotLocked()
-	case len(c.queue) > 0:
+	case len(c.queue) > 0 && c.running.Load() <= c.maxFlight:
 		c.live++
 		go func() {
 			defer c.exit()
