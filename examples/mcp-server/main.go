@@ -273,8 +273,8 @@ func (s *session) callTool(ctx context.Context, p callParams) (*callResult, erro
 		runCtx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
-	var text string
-	var err error
+	errLate := errors.New("the HTTP request ran out of time")
+	text, err := "", errLate // unless it gets a slot in time
 	select {
 	case toolSlots <- struct{}{}:
 		text, err = tools[i].run(runCtx, p)
@@ -284,8 +284,8 @@ func (s *session) callTool(ctx context.Context, p callParams) (*callResult, erro
 	if ctx.Err() != nil {
 		return nil, ctx.Err() // cancelled: the client expects no answer
 	}
-	if runCtx.Err() != nil {
-		err = errors.New("the HTTP request ran out of time")
+	if err != nil && runCtx.Err() != nil {
+		err = errLate // stopped by the deadline (a result in time is kept)
 	}
 	if err != nil {
 		return &callResult{Content: []content{{"text", err.Error()}}, IsError: true}, nil
