@@ -26,7 +26,10 @@ const stderrWaitDelay = 100 * time.Millisecond
 // shorter WaitDelay) to exit, kills it if it has not, and waits for it, so
 // that no zombie is left. A [Redialer] whose Dial starts a process (see
 // its example) thus restarts a child that dies, and its Close, which
-// closes the Conn, ends the last child.
+// closes the Conn, ends the last child. The connection ends when the
+// child's output does: a grandchild that inherited it and lives on keeps
+// the connection, and the exited child unreaped, until Close or the end
+// of StartProcess's ctx.
 type Process struct {
 	*Conn
 
