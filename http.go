@@ -109,6 +109,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else if err == errBodyShed {
 			shedHTTP(w, r)
 		} else if errors.Is(err, ErrMessageTooLarge) {
+			// The rest of the body is not read: without "Connection:
+			// close", net/http would read on (up to 256 KiB) before it
+			// sends the status, and wait for a body that stalls.
+			w.Header().Set("Connection", "close")
 			http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
 		} else {
 			http.Error(w, "cannot read the body", http.StatusBadRequest)

@@ -898,3 +898,75 @@ func TestHTTPClientSSELeadingBOM(t *testing.T) {
 		t.Fatalf("got %d, %v; want 7, nil", n, err)
 	}
 }
+
+// A call redirected by 301, 302 or 303 reached the first server whole
+// and may have run there: net/http follows with a GET that carries no
+// call, and whatever that GET gets (405, 503, a dial that fails) is no
+// answer to it, nor a sign that it did not run. Retry refuses the method,
+// so it is sent once.
+func TestHTTPClientRedirectMayHaveRun(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadURL := "http://" + dead.Addr().String() + "/b"
+	_ = dead.Close() // a redirect there cannot connect
+	for _, final := range []int{http.StatusMethodNotAllowed, http.StatusServiceUnavailable, 0} {
+		t.Run(fmt.Sprint(final), func(t *testing.T) {
+			checkLeaks(t)
+			var ran atomic.Int64
+			mux := http.NewServeMux()
+			mux.HandleFunc("/a", func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				ran.Add(1) // the call ran here
+				if final == 0 {
+					http.Redirect(w, r, deadURL, http.StatusSeeOther)
+					return
+				}
+				http.Redirect(w, r, "/b", http.StatusSeeOther)
+			})
+			mux.HandleFunc("/b", func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "no", final)
+			})
+			ts := httptest.NewServer(mux)
+			defer ts.Close()
+			c := &jsonrpc.HTTPClient{URL: ts.URL + "/a", HTTP: newTransportClient(t),
+				Retry: func(string) bool { return false }, MinBackoff: 10 * time.Millisecond}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			err := c.Call(ctx, "transfer", nil, nil)
+			require.Error(t, err)
+			t.Logf("err: %v; ran %d times", err, ran.Load())
+			require.True(t, jsonrpc.MayHaveRun(err), "MayHaveRun false, but the call reached /a whole and ran there")
+			require.EqualValues(t, 1, ran.Load(), "a call whose method Retry refuses was sent again")
+		})
+	}
+}
+
+// A body over MaxMessageSize gets its 413 while the client is still
+// sending (here a chunked body that stalls past the limit): the response
+// closes the connection, so net/http does not read on for the rest first.
+func TestHTTP413WhileBodyStalls(t *testing.T) {
+	checkLeaks(t)
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: new(jsonrpc.Mux), MaxMessageSize: 64 << 10}}
+	returned := make(chan time.Time, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.ServeHTTP(w, r)
+		returned <- time.Now()
+	}))
+	defer ts.Close()
+	nc, err := net.Dial("tcp", ts.Listener.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	_, err = io.WriteString(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+	require.NoError(t, err)
+	chunk := strings.Repeat("b", 16<<10)
+	for range 5 { // 80 KiB: past the limit; then nothing more, the body not ended
+		_, err = fmt.Fprintf(nc, "%x\r\n%s\r\n", len(chunk), chunk)
+		require.NoError(t, err)
+	}
+	at := recv(t, returned, "ServeHTTP to return")
+	_ = nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	require.NoError(t, err, "no response within 2 s after ServeHTTP returned (at %v)", at.Format(time.StampMilli))
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+}

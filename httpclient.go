@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
@@ -46,7 +47,11 @@ type HTTPClient struct {
 	// Transport keeps only two idle connections per host: with more
 	// concurrent callers, give the client a Transport whose
 	// MaxIdleConnsPerHost is at least their number, or most calls open
-	// a new connection.
+	// a new connection. A redirect that it follows without the request's
+	// body (301, 302 or 303, which turn the POST into a GET) answers no
+	// call: the call fails with an error that says it may have run (the
+	// server that redirected had it whole); 307 and 308 send the body
+	// again, and their answer counts.
 	HTTP *http.Client
 
 	// Header holds headers added to every request, such as
@@ -611,6 +616,9 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 		}
 		return exchange{}, err
 	}
+	if w != nil {
+		w.body, req.GetBody = body, w.getBody
+	}
 	if header == nil {
 		header = c.Header
 	}
@@ -631,7 +639,10 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 		req.Header.Set("Accept", accept)
 	}
 	resp, err := hc.Do(req)
-	traced, wrote := w != nil, w != nil && w.wrote.Load()
+	traced, wrote := w != nil, w != nil && w.mayHaveRun()
+	if w != nil {
+		w.body = nil
+	}
 	if pooled {
 		c.traces.Put(w)
 	}
@@ -642,6 +653,14 @@ func (c *HTTPClient) post(ctx context.Context, body []byte, accept string, heade
 		return exchange{}, transportFailed(parent, err, traced, wrote)
 	}
 	x := exchange{resp: resp, cancel: cancel, eof: resp.ContentLength == 0}
+	if r := resp.Request; r != nil && r.Response != nil && r.Method != http.MethodPost {
+		// A redirect (301, 302, 303) that net/http followed with a
+		// request without the call: the server that redirected had it
+		// whole and may have run it, and this response cannot answer it,
+		// whatever it says.
+		x.end()
+		return exchange{}, sent(fmt.Errorf("%w: the POST was redirected (%s) to %s %s", errNoAnswer, r.Response.Status, r.Method, r.URL.Redacted()))
+	}
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusAccepted, http.StatusNoContent:
 		return x, nil

@@ -6,8 +6,10 @@ package jsonrpc
 // 503 carries.
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -68,15 +70,44 @@ func reportsWrites(rt http.RoundTripper) bool {
 // net/http calls late, once the request it traced is over, can only mark
 // the next one written: that one then says it may have run, never that it
 // did not.
+//
+// A hop written whole and answered with a redirect that net/http follows
+// without the body (301, 302 and 303 turn a POST into a GET) stays so:
+// that server had the call whole and may have run it, whatever the later
+// hops do. A redirect that sends the body again (307, 308) asks for it
+// through the request's GetBody, which clears that mark.
 type wroteTrace struct {
-	trace httptrace.ClientTrace
-	wrote atomic.Bool
+	trace    httptrace.ClientTrace
+	wrote    atomic.Bool
+	answered atomic.Bool // a hop written whole got a response, and the body was not sent again since
+	body     []byte      // the request's body, for getBody
+	getBody  func() (io.ReadCloser, error)
 }
 
 func newWroteTrace() *wroteTrace {
 	w := new(wroteTrace)
 	w.trace.GetConn, w.trace.WroteRequest = w.getConn, w.wroteRequest
+	w.trace.GotFirstResponseByte = w.gotFirstResponseByte
+	w.getBody = w.rewind
 	return w
+}
+
+// mayHaveRun reports whether a server may have had the request whole:
+// the last hop was written whole, or an earlier one was and was answered
+// with a redirect that dropped the body.
+func (w *wroteTrace) mayHaveRun() bool { return w.wrote.Load() || w.answered.Load() }
+
+func (w *wroteTrace) gotFirstResponseByte() {
+	if w.wrote.Load() {
+		w.answered.Store(true)
+	}
+}
+
+// rewind is the request's GetBody: net/http calls it to send the body
+// again, to follow a 307 or 308, or to retry a request it did not write.
+func (w *wroteTrace) rewind() (io.ReadCloser, error) {
+	w.answered.Store(false)
+	return io.NopCloser(bytes.NewReader(w.body)), nil
 }
 
 // wroteTrace returns a wroteTrace to trace a request with, one of c's if
@@ -87,6 +118,7 @@ func (c *HTTPClient) wroteTrace() *wroteTrace {
 		return newWroteTrace()
 	}
 	w.wrote.Store(false)
+	w.answered.Store(false)
 	return w
 }
 
