@@ -349,3 +349,24 @@ func BenchmarkPeerCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHandlerNotify serves 10,000 requests whose handler sends the
+// caller four notifications (progress, say) through Peer before it
+// answers, from memory into a buffer: the path of a handler's Notify,
+// with a context that can end (the handler's own).
+func BenchmarkHandlerNotify(b *testing.B) {
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("work", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		for i := range 4 {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", []int{i}); err != nil {
+				return nil, err
+			}
+		}
+		return "done", nil
+	})
+	input := workload(10000, func(i int) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"work"}`
+	})
+	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+	serveRounds(b, srv, input, 10000)
+}

@@ -26,7 +26,10 @@ import (
 //
 // Its Notify sends a notification, such as progress or a log message,
 // that is written before the handler's response; it returns once the
-// notification is buffered for writing.
+// notification is written, or buffered behind a write in flight. Its ctx
+// is not consulted: the handler's goroutine writes, so a peer that stops
+// reading holds Notify until the write fails (a Conn's Close, an HTTP
+// server's WriteTimeout, or the client going away end it).
 //
 // The Caller reaches the peer for as long as the connection lasts, also
 // after the handler returned: work the handler starts may keep it and
