@@ -88,10 +88,12 @@ var errHTTPCall = fmt.Errorf("%w: an HTTP request cannot carry calls to the clie
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
+		closeUnread(w, r)
 		http.Error(w, "JSON-RPC requests must be POSTed", http.StatusMethodNotAllowed)
 		return
 	}
 	if !isJSONType(r.Header.Get("Content-Type")) {
+		closeUnread(w, r)
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}
@@ -109,10 +111,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else if err == errBodyShed {
 			shedHTTP(w, r)
 		} else if errors.Is(err, ErrMessageTooLarge) {
-			// The rest of the body is not read: without "Connection:
-			// close", net/http would read on (up to 256 KiB) before it
-			// sends the status, and wait for a body that stalls.
-			w.Header().Set("Connection", "close")
+			closeUnread(w, r) // the rest of the body is not read
 			http.Error(w, "body larger than the server's message limit", http.StatusRequestEntityTooLarge)
 		} else {
 			http.Error(w, "cannot read the body", http.StatusBadRequest)
@@ -234,6 +233,15 @@ func (s *Server) endReads() {
 // "Connection: close"; its body is, when the request's body holds calls
 // and the client takes JSON, their answers, each [ErrNotRun] (one answer,
 // or an array for a batch), and otherwise a line of text.
+// closeUnread has the response to r close the connection when r has a
+// body that is left unread: otherwise net/http reads on (up to 256 KiB)
+// before it writes the status, and waits for a body that stalls.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+	}
+}
+
 func refuseHTTP(w http.ResponseWriter, r *http.Request, body []byte, maxBatch int) {
 	h := w.Header()
 	h.Set("Retry-After", "1")

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -941,32 +942,45 @@ func TestHTTPClientRedirectMayHaveRun(t *testing.T) {
 	}
 }
 
-// A body over MaxMessageSize gets its 413 while the client is still
-// sending (here a chunked body that stalls past the limit): the response
-// closes the connection, so net/http does not read on for the rest first.
-func TestHTTP413WhileBodyStalls(t *testing.T) {
-	checkLeaks(t)
-	srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: new(jsonrpc.Mux), MaxMessageSize: 64 << 10}}
-	returned := make(chan time.Time, 1)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		srv.ServeHTTP(w, r)
-		returned <- time.Now()
-	}))
-	defer ts.Close()
-	nc, err := net.Dial("tcp", ts.Listener.Addr().String())
-	require.NoError(t, err)
-	defer nc.Close()
-	_, err = io.WriteString(nc, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
-	require.NoError(t, err)
-	chunk := strings.Repeat("b", 16<<10)
-	for range 5 { // 80 KiB: past the limit; then nothing more, the body not ended
-		_, err = fmt.Fprintf(nc, "%x\r\n%s\r\n", len(chunk), chunk)
-		require.NoError(t, err)
+// A refusal that leaves the body unread gets out while the client is
+// still sending (here a chunked body that stalls): a body over
+// MaxMessageSize gets its 413, a body that is not JSON its 415, a PUT its
+// 405. The response closes the connection, so net/http does not read on
+// for the rest of the body first.
+func TestHTTPRefusalWhileBodyStalls(t *testing.T) {
+	for _, tc := range []struct {
+		method, ctype string
+		want          int
+	}{
+		{"POST", "application/json", http.StatusRequestEntityTooLarge},
+		{"POST", "text/plain", http.StatusUnsupportedMediaType},
+		{"PUT", "application/json", http.StatusMethodNotAllowed},
+	} {
+		t.Run(strconv.Itoa(tc.want), func(t *testing.T) {
+			checkLeaks(t)
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: new(jsonrpc.Mux), MaxMessageSize: 64 << 10}}
+			returned := make(chan struct{}, 1)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				srv.ServeHTTP(w, r)
+				returned <- struct{}{}
+			}))
+			defer ts.Close()
+			nc, err := net.Dial("tcp", ts.Listener.Addr().String())
+			require.NoError(t, err)
+			defer nc.Close()
+			_, err = fmt.Fprintf(nc, "%s / HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n", tc.method, tc.ctype)
+			require.NoError(t, err)
+			chunk := strings.Repeat("b", 16<<10)
+			for range 5 { // 80 KiB: past the limit; then nothing more, the body not ended
+				_, err = fmt.Fprintf(nc, "%x\r\n%s\r\n", len(chunk), chunk)
+				require.NoError(t, err)
+			}
+			recv(t, returned, "ServeHTTP to return")
+			_ = nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+			require.NoError(t, err, "no response within 2 s of ServeHTTP's return")
+			resp.Body.Close()
+			require.Equal(t, tc.want, resp.StatusCode)
+		})
 	}
-	at := recv(t, returned, "ServeHTTP to return")
-	_ = nc.SetReadDeadline(time.Now().Add(2 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
-	require.NoError(t, err, "no response within 2 s after ServeHTTP returned (at %v)", at.Format(time.StampMilli))
-	resp.Body.Close()
-	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 }
