@@ -65,17 +65,26 @@ func TestHoverEditorNeverAnswersConfiguration(t *testing.T) {
 	}
 }
 
+// newEditor serves a new server over a pipe, as the process does, and
+// returns it with an editor's end of the pipe; both close with the test.
+func newEditor(t *testing.T) (*server, *jsonrpc.Conn) {
+	a, b := net.Pipe()
+	s := &server{docs: make(map[string]document)}
+	server := jsonrpc.NewConn(a, a, new(s.options(func() {})))
+	editor := jsonrpc.NewConn(b, b, &jsonrpc.Options{Framing: jsonrpc.HeaderFraming{}})
+	t.Cleanup(func() {
+		_ = editor.Close()
+		_ = server.Close()
+	})
+	return s, editor
+}
+
 // TestBeforeInitialize: LSP's lifecycle before initialize. A request gets
 // ServerNotInitialized (-32002), a notification is dropped (the document
 // it opens is not open once initialize has come), and initialize then
 // works.
 func TestBeforeInitialize(t *testing.T) {
-	a, b := net.Pipe()
-	s := &server{docs: make(map[string]document)}
-	server := jsonrpc.NewConn(a, a, new(s.options(func() {})))
-	defer server.Close()
-	editor := jsonrpc.NewConn(b, b, &jsonrpc.Options{Framing: jsonrpc.HeaderFraming{}})
-	defer editor.Close()
+	s, editor := newEditor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -98,12 +107,7 @@ func TestBeforeInitialize(t *testing.T) {
 // its characters, though JSON escapes a control character as six bytes
 // (\u001b), so its didOpen is six times its size.
 func TestEscapedDocumentFits(t *testing.T) {
-	a, b := net.Pipe()
-	s := &server{docs: make(map[string]document)}
-	server := jsonrpc.NewConn(a, a, new(s.options(func() {})))
-	defer server.Close()
-	editor := jsonrpc.NewConn(b, b, &jsonrpc.Options{Framing: jsonrpc.HeaderFraming{}})
-	defer editor.Close()
+	s, editor := newEditor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
