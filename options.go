@@ -126,9 +126,9 @@ type Options struct {
 	// up its slot meanwhile, and takes one again, waiting its turn before
 	// the queue, once answered: handlers that call each other across a
 	// connection cannot deadlock, at any depth. A call whose context ends
-	// first returns at once and its handler goes on over the bound, so
-	// that no Call waits past its context for a slot (a handler whose
-	// context ended is expected to return soon).
+	// first returns at once, and its handler goes on over the bound until
+	// it returns or waits for the peer again, so that no Call waits past
+	// its context for a slot.
 	MaxInFlight int
 
 	// MaxPendingBytes is the byte budget of a connection: the requests
