@@ -21,17 +21,7 @@ func closeUnread(w http.ResponseWriter, r *http.Request) {
 // and the client takes JSON, their answers, each [ErrNotRun] (one answer,
 // or an array for a batch), and otherwise a line of text.
 func refuseHTTP(w http.ResponseWriter, r *http.Request, body []byte, maxBatch int) {
-	h := w.Header()
-	h.Set("Retry-After", "1")
-	h.Set("Connection", "close")
-	if out := notRunAnswers(body, maxBatch); out != nil && acceptsJSON(r.Header.Values("Accept")) {
-		h.Set("Content-Type", contentJSON)
-		h.Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write(out)
-		return
-	}
-	http.Error(w, "server stopping: request not run", http.StatusServiceUnavailable)
+	unavailable(w, r, notRunAnswers(body, maxBatch), "server stopping: request not run")
 }
 
 // shedHTTP answers a request whose body the server's memory budget had
@@ -40,17 +30,24 @@ func refuseHTTP(w http.ResponseWriter, r *http.Request, body []byte, maxBatch in
 // end), and, when the client takes JSON, an answer with a null id (the
 // body was not read) whose error is [ErrOverloaded].
 func shedHTTP(w http.ResponseWriter, r *http.Request) {
+	unavailable(w, r, appendErrorResponse(nil, nullID, errServerFull), "server overloaded: request not run")
+}
+
+// unavailable writes the 503 of a request that did not run, with
+// "Retry-After: 1" and "Connection: close": answer, JSON, if it is not nil
+// and the client takes JSON, and otherwise text.
+func unavailable(w http.ResponseWriter, r *http.Request, answer []byte, text string) {
 	h := w.Header()
 	h.Set("Retry-After", "1")
 	h.Set("Connection", "close")
-	if acceptsJSON(r.Header.Values("Accept")) {
+	if answer != nil && acceptsJSON(r.Header.Values("Accept")) {
 		h.Set("Content-Type", contentJSON)
 		h.Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write(appendErrorResponse(nil, nullID, errServerFull))
+		_, _ = w.Write(answer)
 		return
 	}
-	http.Error(w, "server overloaded: request not run", http.StatusServiceUnavailable)
+	http.Error(w, text, http.StatusServiceUnavailable)
 }
 
 // notRunAnswers returns the answers, each errStopping, to the calls of
