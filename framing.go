@@ -365,9 +365,7 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 			// A long line that is not a header: out of step, as below. (Its
 			// first bytes only are looked at, so that the reads do not
 			// matter.)
-			lr.scanned = lr.start
-			lr.phase = phaseResync
-			return true, &headerError{"malformed header line " + quoteShort(lr.buf[lr.start:lr.end])}
+			return true, lr.outOfStep(lr.start, lr.buf[lr.start:lr.end])
 		}
 		if lr.discard || lr.end-lr.start > maxHeaderBytes {
 			// A line too long for any block: drop it as it arrives.
@@ -388,10 +386,7 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 		lr.hdrLong = true
 	}
 	if !lr.discard && len(line) > maxHeaderBytes && headerColon(line[:maxHeaderBytes+1]) < 0 {
-		// The same for a long line that came whole.
-		lr.start, lr.scanned = lineStart, lineStart
-		lr.phase = phaseResync
-		return true, &headerError{"malformed header line " + quoteShort(line)}
+		return true, lr.outOfStep(lineStart, line) // the same for a long line that came whole
 	}
 	if lr.discard || len(line) > maxHeaderBytes {
 		// The end of a line too long for any block, or all of one that
@@ -416,12 +411,7 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 	}
 	colon := bytes.IndexByte(line, ':') // headerColon, written out on this path
 	if colon <= 0 || !isToken(line[:colon]) {
-		// Not a header: the stream is out of step. Look for the next
-		// message from the start of this line, which may hold the rest of
-		// a lost body followed by a header.
-		lr.start, lr.scanned = lineStart, lineStart
-		lr.phase = phaseResync
-		return true, &headerError{"malformed header line " + quoteShort(line)}
+		return true, lr.outOfStep(lineStart, line) // not a header
 	}
 	if !equalFoldASCII(line[:colon], "content-length") {
 		return false, nil
@@ -436,6 +426,16 @@ func (lr *lineReader) headerLine() (done bool, err error) {
 		lr.length = n
 	}
 	return false, nil
+}
+
+// outOfStep handles line, at start in the buffer, which is not a header:
+// the stream is out of step. The reader looks for the next message from
+// the start of the line, which may hold the rest of a lost body followed
+// by a header, and returns the error to report.
+func (lr *lineReader) outOfStep(start int, line []byte) error {
+	lr.start, lr.scanned = start, start
+	lr.phase = phaseResync
+	return &headerError{"malformed header line " + quoteShort(line)}
 }
 
 // headerColon returns the index of the colon of line, a header line
