@@ -4,7 +4,6 @@ package jsonrpcotel
 // measurement, its attributes, and how an error is told.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,13 +131,11 @@ func resultError(result any) error {
 	case json.RawMessage:
 		return rawResultError(r)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(result); err != nil {
+	b, err := marshal(result)
+	if err != nil {
 		return err
 	}
-	if !utf8.Valid(buf.Bytes()) {
+	if !utf8.Valid(b) {
 		return errInvalidResult
 	}
 	return nil
