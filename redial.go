@@ -301,12 +301,15 @@ func (r *Redialer) send(ctx context.Context, method string, call bool, attempt f
 		c, err := r.connFor(ctx)
 		if err == nil {
 			err = attempt(c)
-			if r.again(c, method, call, err) && (!MayHaveRun(err) || retries > 0) {
-				if MayHaveRun(err) {
+			if r.again(c, method, call, err) {
+				switch {
+				case !MayHaveRun(err):
+					continue
+				case retries > 0:
 					retries--
 					ran = true
+					continue
 				}
-				continue
 			}
 		}
 		if ran && err != nil {
