@@ -170,6 +170,10 @@ type session struct {
 // capabilities negotiated.
 var errNoRootsCapability = errors.New("the client did not declare the roots capability")
 
+// errLate is the tool error of a call stopped, or never started, by the
+// deadline of its HTTP request.
+var errLate = errors.New("the HTTP request ran out of time")
+
 // toolSlots bounds the tool calls running at once, across all clients
 // and transports (MCP: servers must rate limit tool invocations); a call
 // beyond it waits for a slot within its context, over HTTP within its
@@ -273,7 +277,6 @@ func (s *session) callTool(ctx context.Context, p callParams) (*callResult, erro
 		runCtx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
-	errLate := errors.New("the HTTP request ran out of time")
 	text, err := "", errLate // unless it gets a slot in time
 	select {
 	case toolSlots <- struct{}{}:
