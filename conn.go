@@ -57,6 +57,7 @@ type conn struct {
 
 	budgetWait atomic.Bool  // the reader waits for room in the budget
 	talked     atomic.Bool  // this side has sent a message of its own (see flushFromReader)
+	flushArmed atomic.Bool  // flushTimer is set to write the output (see flushSoon)
 	resumeN    atomic.Int32 // handlers waiting in retakeSlot: len(resume), or about to be
 	inOrder    atomic.Bool  // units wait in ordered, or one in order runs off the reader; changed under mu
 	offReaders atomic.Int32 // units not in order admitted off the reader and not ended; changed under mu
@@ -73,6 +74,8 @@ type conn struct {
 	live     int                  // goroutines of ours still running
 	done     bool                 // finished is closed
 	finished chan struct{}        // closed when nothing but a parked reader is left
+
+	flushTimer *time.Timer // under mu; see flushSoon
 
 	firstRS  *readState    // the reading role's state for serve, made with the conn (ServeHTTP); nil to make one
 	served   chan struct{} // closed when serve has returned, for a Conn
@@ -141,6 +144,9 @@ func (c *conn) checkDoneLocked() {
 	if c.live == 0 || c.live == 1 && c.parked.Load() && c.stopped() {
 		c.done = true
 		close(c.finished)
+		if c.flushTimer != nil {
+			c.flushTimer.Stop()
+		}
 		return
 	}
 	if c.stopping.Load() == readDrain {
@@ -291,6 +297,40 @@ func (c *conn) flushAsync() {
 	}
 	c.goLive(c.flush)
 }
+
+// flushSoon has what is buffered (unwritten, the bytes that no write in
+// flight takes along) written by a goroutine of the connection's within
+// notifyDelay, unless a write takes it along first (the handler's answer,
+// another call's send), and at once when highWater bytes have gathered.
+// A handler's notification is never written by the handler itself, whose
+// Write could block on a peer that stops reading whatever its ctx says,
+// and a handler that sends many costs one timer, not a goroutine each.
+func (c *conn) flushSoon(unwritten int) {
+	if unwritten >= highWater {
+		c.flushAsync()
+		return
+	}
+	if c.flushArmed.Load() || !c.flushArmed.CompareAndSwap(false, true) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return
+	}
+	if c.flushTimer == nil {
+		c.flushTimer = time.AfterFunc(notifyDelay, func() {
+			c.flushArmed.Store(false)
+			c.flushAsync()
+		})
+		return
+	}
+	c.flushTimer.Reset(notifyDelay)
+}
+
+// notifyDelay is how long a handler's notification may wait in the
+// output for a write to take it along (see flushSoon).
+const notifyDelay = time.Millisecond
 
 // flush writes what is buffered, on the calling goroutine. A write error
 // closes the connection.

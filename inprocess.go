@@ -238,7 +238,7 @@ type localSender struct {
 	bodyExited bool
 }
 
-func (ls *localSender) notify(method string, params any) error {
+func (ls *localSender) notify(_ context.Context, method string, params any) error {
 	if ls.ended.Load() {
 		return errHandlerReturned // as over a connection
 	}

@@ -26,10 +26,13 @@ import (
 //
 // Its Notify sends a notification, such as progress or a log message,
 // that is written before the handler's response; it returns once the
-// notification is written, or buffered behind a write in flight. Its ctx
-// is not consulted: the handler's goroutine writes, so a peer that stops
-// reading holds Notify until the write fails (a Conn's Close, an HTTP
-// server's WriteTimeout, or the client going away end it).
+// notification is in the connection's output, which a goroutine of the
+// connection's writes within a millisecond, or sooner with the response
+// or another message. While the output is full (a megabyte waits behind
+// a write in flight to a peer that stops reading), it waits for room
+// until its ctx ends, and then returns ctx's error; while there is room,
+// it sends also once ctx has ended, so that a cancelled handler can still
+// report.
 //
 // The Caller reaches the peer for as long as the connection lasts, also
 // after the handler returned: work the handler starts may keep it and
@@ -60,8 +63,8 @@ func (p handlerPeer) Call(ctx context.Context, method string, params, result any
 	return p.rc.conn.call(ctx, method, params, result, nil)
 }
 
-func (p handlerPeer) Notify(_ context.Context, method string, params any) error {
-	return p.rc.notify(method, params)
+func (p handlerPeer) Notify(ctx context.Context, method string, params any) error {
+	return p.rc.notify(ctx, method, params)
 }
 
 func (p handlerPeer) Batch(ctx context.Context, calls ...*BatchCall) error {
@@ -79,11 +82,11 @@ type localPeer struct{ ls *localSender }
 
 func (p localPeer) Call(context.Context, string, any, any) error { return ErrNoConnection }
 
-func (p localPeer) Notify(_ context.Context, method string, params any) error {
+func (p localPeer) Notify(ctx context.Context, method string, params any) error {
 	if p.ls == nil {
 		return ErrNoConnection
 	}
-	return p.ls.notify(method, params)
+	return p.ls.notify(ctx, method, params)
 }
 
 func (p localPeer) Batch(context.Context, ...*BatchCall) error { return ErrNoConnection }

@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"iter"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -355,4 +357,64 @@ func TestPeerCallOverBoundEndsWithIt(t *testing.T) {
 	peer.next(t)
 	peer.next(t)
 	peer.next(t)
+}
+
+// A handler's Notify to a peer that stops reading returns once its ctx
+// ends: the handler never writes the notification itself, so it does not
+// block in a Write that nothing ends.
+func TestPeerNotifyCtxWhilePeerStopsReading(t *testing.T) {
+	checkLeaks(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // the peer never reads
+	returned := make(chan error, 1)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("flood", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		nctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		big := []string{strings.Repeat("x", 64<<10)}
+		for {
+			if err := jsonrpc.Peer(ctx).Notify(nctx, "progress", big); err != nil {
+				returned <- err
+				return nil, err
+			}
+		}
+	})
+	c := jsonrpc.NewConn(inR, outW, &jsonrpc.Options{Handler: mux, StopGrace: 100 * time.Millisecond})
+	defer func() {
+		_ = outR.Close()
+		_ = inW.Close()
+		_ = c.Close()
+	}()
+	go func() { _, _ = inW.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"flood"}` + "\n")) }()
+	err := recv(t, returned, "Notify to return once its ctx ended, the peer reading nothing")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// A handler's notification reaches the peer while the handler still runs,
+// with nothing else written after it: the connection writes it (see
+// TestPeerNotifyCtxWhilePeerStopsReading), soon, not with the answer.
+func TestPeerNotifyWrittenWhileHandlerRuns(t *testing.T) {
+	checkLeaks(t)
+	seen := make(chan string, 1)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("work", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		// The reader, which flushes the output before it waits in Read,
+		// is there by now: nothing else writes what Notify adds.
+		time.Sleep(50 * time.Millisecond)
+		if err := jsonrpc.Peer(ctx).Notify(ctx, "progress", []int{1}); err != nil {
+			return nil, err
+		}
+		select {
+		case m := <-seen:
+			return m, nil
+		case <-time.After(waitTimeout):
+			return nil, errors.New("the peer did not see the notification while the handler ran")
+		}
+	})
+	c := newPairOpts(t, mux, &jsonrpc.Options{OnNotify: func(r *jsonrpc.Request) {
+		seen <- r.Method
+	}})
+	var got string
+	require.NoError(t, c.Call(context.Background(), "work", nil, &got))
+	assert.Equal(t, "progress", got)
 }

@@ -199,7 +199,7 @@ type senderKey struct{}
 
 // sender sends what a handler emits while it runs.
 type sender interface {
-	notify(method string, params any) error
+	notify(ctx context.Context, method string, params any) error
 	emit(item any) error
 }
 
@@ -207,7 +207,12 @@ type sender interface {
 // that has already returned.
 var errHandlerReturned = errors.New("jsonrpc: notify after the handler returned")
 
-func (rc *reqCtx) notify(method string, params any) error {
+// notify is Peer's Notify: it adds the notification to the output,
+// waiting for room there until ctx ends (a handler may still notify once
+// its request was cancelled, while there is room), and has it written by a
+// goroutine of the connection's (see conn.flushSoon), so that a peer that
+// stops reading holds the handler no longer than ctx lasts.
+func (rc *reqCtx) notify(ctx context.Context, method string, params any) error {
 	if rc.flags.Load()&flagEnded != 0 {
 		return errHandlerReturned
 	}
@@ -215,9 +220,14 @@ func (rc *reqCtx) notify(method string, params any) error {
 	if err != nil {
 		return err
 	}
-	return rc.conn.out.append(func(b []byte) []byte {
+	unwritten, err := rc.conn.out.appendWithin(ctx, func(b []byte) []byte {
 		return appendRequest(b, "", method, raw)
-	}, true)
+	}, nil)
+	if err != nil {
+		return err
+	}
+	rc.conn.flushSoon(unwritten)
+	return nil
 }
 
 // errNoTaker is what emit returns for a notification: no one takes its

@@ -258,6 +258,15 @@ func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte, po
 	if err := ctx.Err(); err != nil {
 		return err // not sent: see MayHaveRun
 	}
+	_, err := lw.appendWithin(ctx, add, pos)
+	return err
+}
+
+// appendWithin is appendCtx, but ctx bounds only the wait for room: a
+// line for which there is room is added even once ctx has ended. It also
+// returns how many bytes are then buffered that no write in flight will
+// take along.
+func (lw *lineWriter) appendWithin(ctx context.Context, add func([]byte) []byte, pos *linePos) (unwritten int, err error) {
 	lw.mu.Lock()
 	if lw.full() {
 		stop := context.AfterFunc(ctx, func() {
@@ -271,20 +280,23 @@ func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte, po
 		stop()
 		if lw.full() {
 			lw.mu.Unlock()
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
 	if lw.err != nil {
 		err := lw.err
 		lw.mu.Unlock()
-		return err
+		return 0, err
 	}
 	if pos != nil {
 		*pos = linePos{gen: lw.gen, at: len(lw.buf), set: true}
 	}
 	lw.addLine(add)
+	if !lw.writing {
+		unwritten = len(lw.buf)
+	}
 	lw.mu.Unlock()
-	return nil
+	return unwritten, nil
 }
 
 // A linePos is where a line was added to a lineWriter's buffers: in
