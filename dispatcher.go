@@ -435,9 +435,12 @@ func describeType(t reflect.Type) string {
 //
 // Served on a connection, each item goes out as a notification
 // {"jsonrpc":"2.0","method":"$/stream","params":{"id":X,"item":V}} where X is
-// the request's id, in order, each written before the next is produced
-// (natural backpressure); then comes the one response to the request,
-// whose result is the number of items. A pair with a non-nil error ends
+// the request's id, in order; then comes the one response to the
+// request, whose result is the number of items. Items are written as
+// [Peer]'s Notify writes notifications: yield returns once the item is in
+// the connection's output, and while a peer slow to read leaves the
+// output full, it waits for room (backpressure), until the request's
+// context ends. A pair with a non-nil error ends
 // the stream, and the error becomes the call's error response. When the
 // request is cancelled or a write fails, yield returns false and the
 // producer must stop. A notification to a stream method, whose items no

@@ -418,3 +418,41 @@ func TestPeerNotifyWrittenWhileHandlerRuns(t *testing.T) {
 	require.NoError(t, c.Call(context.Background(), "work", nil, &got))
 	assert.Equal(t, "progress", got)
 }
+
+// A Stream's producer whose items a peer that stops reading does not take
+// stops once the request is cancelled: its yield waits for room in the
+// output only while the handler's ctx lasts, as Notify does.
+func TestStreamCancelWhilePeerStopsReading(t *testing.T) {
+	checkLeaks(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // the peer never reads
+	stopped := make(chan struct{})
+	mux := new(jsonrpc.Mux)
+	mux.Handle("flood", jsonrpc.Stream(func(ctx context.Context, _ struct{}) iter.Seq2[string, error] {
+		return func(yield func(string, error) bool) {
+			defer close(stopped)
+			big := strings.Repeat("x", 64<<10)
+			for yield(big, nil) {
+			}
+		}
+	}))
+	c := jsonrpc.NewConn(inR, outW, &jsonrpc.Options{Handler: mux, StopGrace: 100 * time.Millisecond})
+	defer func() {
+		_ = outR.Close()
+		_ = inW.Close()
+		_ = c.Close()
+	}()
+	send := func(line string) {
+		go func() { _, _ = inW.Write([]byte(line + "\n")) }()
+	}
+	// A connection that has sent a message of its own reads on while its
+	// output is stuck (one that only answers stops reading instead), so
+	// the cancel is read.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, c.Notify(ctx, "hello", nil))
+	send(`{"jsonrpc":"2.0","id":1,"method":"flood"}`)
+	time.Sleep(100 * time.Millisecond) // the output fills up
+	send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`)
+	recv(t, stopped, "the producer to stop once its request was cancelled, the peer reading nothing")
+}

@@ -245,11 +245,17 @@ func (rc *reqCtx) emit(item any) error {
 	if err != nil {
 		return err
 	}
-	return rc.conn.out.append(func(b []byte) []byte {
+	// As notify, bounded by the handler's ctx.
+	unwritten, err := rc.conn.out.appendWithin(rc, func(b []byte) []byte {
 		b = append(b, `{"jsonrpc":"2.0","method":"`+StreamItemMethod+`","params":{"id":`...)
 		b = append(b, rc.id...)
 		b = append(b, `,"item":`...)
 		b = append(b, raw...)
 		return append(b, "}}"...)
-	}, true)
+	}, nil)
+	if err != nil {
+		return err
+	}
+	rc.conn.flushSoon(unwritten)
+	return nil
 }
