@@ -155,10 +155,16 @@ func (oc *outgoing) through(ctx context.Context, send SendFunc, method string, d
 	if len(raw) == 0 {
 		raw = json.RawMessage("null")
 	}
-	if !sameBytes(raw, oc.result) && !validJSON(raw) {
-		err = errors.New("jsonrpc: an interceptor returned a result that is not valid JSON")
-	} else {
+	switch {
+	case sameBytes(raw, oc.result): // the connection's own, as scanned
 		err = decodeResult(raw, dest)
+	case !validJSON(raw):
+		err = errors.New("jsonrpc: an interceptor returned a result that is not valid JSON")
+	default:
+		// An interceptor's own bytes, valid but maybe with space around
+		// the value (json.Encoder ends with a newline), which decodeResult
+		// assumes there is not.
+		err = decodeResult(trimSpace(raw), dest)
 	}
 	if err != nil && oc.passed.Load() {
 		// The chain passed the call on: it may have run, as a call

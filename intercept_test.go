@@ -696,3 +696,44 @@ func TestInterceptorBatchEnds(t *testing.T) {
 		require.Len(t, rec.take(), 1)
 	})
 }
+
+// A result that an interceptor makes itself, as json.Encoder writes it
+// (with a newline after the value), decodes as json.Unmarshal decodes it,
+// over a Conn and in process: the space is not part of a string nor of a
+// json.RawMessage.
+func TestInterceptorResultWithSpace(t *testing.T) {
+	checkLeaks(t)
+	answer := func(raw string) jsonrpc.Interceptor {
+		return func(jsonrpc.SendFunc) jsonrpc.SendFunc {
+			return func(context.Context, *jsonrpc.Request) (json.RawMessage, error) {
+				return json.RawMessage(raw), nil
+			}
+		}
+	}
+	for _, raw := range []string{"\"abc\"\n", `{"a":1}` + "\n", " \t[1] \r\n"} {
+		var want json.RawMessage
+		var wantAny any
+		require.NoError(t, json.Unmarshal([]byte(raw), &want))
+		require.NoError(t, json.Unmarshal([]byte(raw), &wantAny))
+		opts := &jsonrpc.Options{Interceptors: []jsonrpc.Interceptor{answer(raw)}}
+		inR, _ := io.Pipe() // a peer that never answers: the interceptor does
+		conn := jsonrpc.NewConn(inR, io.Discard, opts)
+		for name, c := range map[string]jsonrpc.Caller{
+			"Conn":      conn,
+			"InProcess": &jsonrpc.InProcess{Handler: new(jsonrpc.Mux), Interceptors: opts.Interceptors},
+		} {
+			var got json.RawMessage
+			var gotAny any
+			require.NoError(t, c.Call(t.Context(), "m", nil, &got), name)
+			require.NoError(t, c.Call(t.Context(), "m", nil, &gotAny), name)
+			assert.Equal(t, string(want), string(got), "%s, %q into a json.RawMessage", name, raw)
+			assert.Equal(t, wantAny, gotAny, "%s, %q into an any", name, raw)
+			if s, ok := wantAny.(string); ok {
+				var gotString string
+				require.NoError(t, c.Call(t.Context(), "m", nil, &gotString), name)
+				assert.Equal(t, s, gotString, "%s, %q into a string", name, raw)
+			}
+		}
+		require.NoError(t, conn.Close())
+	}
+}

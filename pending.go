@@ -487,7 +487,7 @@ func decodeResultAs(raw []byte, dest any, scanned bool) error {
 			}
 		}
 	case *string:
-		if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 			*d = string(raw[1 : len(raw)-1])
 			return nil
 		}

@@ -97,3 +97,16 @@ func BenchmarkStrictNoPlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeResultString measures the short way of decodeResult for
+// a string result, the commonest of plain results.
+func BenchmarkDecodeResultString(b *testing.B) {
+	result := []byte(`"the quick brown fox"`)
+	b.ReportAllocs()
+	for b.Loop() {
+		var s string
+		if err := decodeResult(result, &s); err != nil || len(s) != 19 {
+			b.Fatalf("decoded %q, %v", s, err)
+		}
+	}
+}
