@@ -13,8 +13,8 @@
 // closes one that stays idle for 2 minutes (idleTimeout), so idle clients
 // cannot keep the others out for ever. On SIGINT (Ctrl-C) or SIGTERM the
 // server stops accepting and lets the calls in flight, on HTTP and on the
-// socket, finish for 5 seconds at most before it exits; a second signal
-// ends it at once.
+// socket, finish, then sends the spans still batched, all within 5
+// seconds at most before it exits; a second signal ends it at once.
 package main
 
 import (
@@ -126,14 +126,12 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer tp.Shutdown(context.Background())
 	reg := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		log.Fatal(err)
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	defer mp.Shutdown(context.Background())
 
 	tel := jsonrpcotel.New(
 		jsonrpcotel.WithTracerProvider(tp),
@@ -185,6 +183,10 @@ func main() {
 		if hs.Shutdown(wait) != nil {
 			_ = hs.Close()
 		}
+		// Send the spans still batched, within the same bound: a
+		// collector that does not answer must not keep the process.
+		_ = tp.Shutdown(wait)
+		_ = mp.Shutdown(wait)
 	}()
 	log.Printf("JSON-RPC on http://%s/ and tcp %s; metrics on http://%s/metrics; %s", *httpAddr, *listen, *httpAddr, where)
 	if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {

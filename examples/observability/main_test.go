@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -245,4 +247,34 @@ func TestIdleConnectionsLeave(t *testing.T) {
 		require.NoError(t, srv.Close())
 		require.ErrorIs(t, <-served, jsonrpc.ErrServerClosed)
 	})
+}
+
+// TestREADMEMetricLabels runs the README's first commands (curl to
+// localhost:8080, here with that Host on a free port) and checks that
+// the add series on /metrics has each label the README shows for it.
+func TestREADMEMetricLabels(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	line := regexp.MustCompile(`(?m)^rpc_server_call_duration_seconds_count\{.*rpc_method="add".*$`).Find(readme)
+	require.NotNil(t, line, "the README shows the add series")
+	labels := regexp.MustCompile(`[a-z_]+="[^"]*"`).FindAllString(string(line), -1)
+
+	addr := freeAddr(t)
+	startExample(t, buildExample(t), "-http", addr, "-listen", "", "-spans=false")
+	dialListening(t, addr).Close()
+	req, _ := http.NewRequest("POST", "http://"+addr+"/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}`))
+	req.Host = "localhost:8080"
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	resp, err = http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	series := regexp.MustCompile(`(?m)^rpc_server_call_duration_seconds_count\{.*rpc_method="add".*$`).FindString(string(body))
+	require.NotEmpty(t, series)
+	for _, l := range labels {
+		assert.Contains(t, series, l, "label the README shows")
+	}
 }

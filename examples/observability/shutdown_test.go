@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,5 +148,45 @@ func dialListening(t *testing.T, addr string) net.Conn {
 			return c
 		}
 		require.Less(t, time.Since(start), 20*time.Second, "the example did not listen: %v", err)
+	}
+}
+
+// TestInterruptWithSlowCollector: a collector that takes the spans' POST
+// and never answers must not keep the process past its 5 s bound after
+// one interrupt (the last spans were sent without a deadline, which kept
+// it 30 s: the exporter's own timeouts).
+func TestInterruptWithSlowCollector(t *testing.T) {
+	release := make(chan struct{})
+	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer col.Close()
+	defer close(release)
+	bin := buildExample(t)
+	addr := freeAddr(t)
+	cmd := exec.Command(bin, "-http", addr, "-listen", "")
+	cmd.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT="+col.URL)
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	c := dialListening(t, addr)
+	body := `{"jsonrpc":"2.0","id":1,"method":"add","params":[1,2]}`
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	buf := make([]byte, 4096)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := c.Read(buf)
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(buf[:n]), `"result":3`), "%s", buf[:n])
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-exited:
+		t.Logf("exited %v after the interrupt", time.Since(start))
+	case <-time.After(8 * time.Second):
+		t.Fatalf("still running 8 s after one interrupt, with no call in flight (the bound is 5 s)")
 	}
 }
