@@ -55,15 +55,15 @@ func (m *schemaMaker) definition(s *jsonschema.Schema) *jsonschema.Schema {
 	return s
 }
 
-// A schemaMaker makes the schemas of Go types. The named types of a
-// cycle (a type met again while its own schema is being made, and those
-// met on the way back to it) are defined once each, in defs, and
-// referred to from everywhere they occur; so a type's definition is the
-// same whichever type the walk started from.
+// A schemaMaker makes the schemas of Go types. The named types on a
+// cycle (those that contain themselves, through the types their schemas
+// are made of: see onCycle) are defined once each, in defs, and referred
+// to from everywhere they occur; so a type's definition is the same
+// whichever type the walk started from.
 type schemaMaker struct {
 	refs    string                  // what a reference to a definition starts with
 	path    []reflect.Type          // the named types being described, outermost first
-	looped  map[reflect.Type]bool   // those of them on a cycle
+	looped  map[reflect.Type]bool   // the named types met, and whether each is on a cycle
 	defined map[reflect.Type]string // those of them defined, and their names
 	names   map[string]reflect.Type // the types of those names
 	defs    map[string]*jsonschema.Schema
@@ -124,12 +124,8 @@ func (m *schemaMaker) typeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	if name, ok := m.defined[t]; ok {
 		return &jsonschema.Schema{Ref: m.refs + name}, nil
 	}
-	if i := slices.Index(m.path, t); i >= 0 {
-		// Inside itself: it and the types on the way back to it are
-		// defined once their schemas are made.
-		for _, u := range m.path[i:] {
-			m.looped[u] = true
-		}
+	if slices.Contains(m.path, t) {
+		// Inside itself: it is defined once its schema is made.
 		name, err := m.defName(t)
 		if err != nil {
 			return nil, err
@@ -139,7 +135,7 @@ func (m *schemaMaker) typeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	m.path = append(m.path, t)
 	s, err := m.shapeSchema(t)
 	m.path = m.path[:len(m.path)-1]
-	if err != nil || !m.looped[t] {
+	if err != nil || !m.onCycle(t) {
 		return s, err
 	}
 	name, err := m.defName(t)
@@ -152,6 +148,66 @@ func (m *schemaMaker) typeSchema(t reflect.Type) (*jsonschema.Schema, error) {
 	m.defs[name] = s
 	m.defined[t] = name
 	return &jsonschema.Schema{Ref: m.refs + name}, nil
+}
+
+// onCycle reports whether the named type t contains itself, through the
+// types whose schemas its schema is made of. It depends on t alone, not
+// on where the walk started, so that every walk defines the same types,
+// each the same way.
+func (m *schemaMaker) onCycle(t reflect.Type) bool {
+	if c, ok := m.looped[t]; ok {
+		return c
+	}
+	seen := map[reflect.Type]bool{}
+	var reaches func(u reflect.Type) bool
+	reaches = func(u reflect.Type) bool {
+		for _, v := range schemaParts(u) {
+			if v == t {
+				return true
+			}
+			if !seen[v] {
+				seen[v] = true
+				if reaches(v) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	c := reaches(t)
+	m.looped[t] = c
+	return c
+}
+
+// schemaParts returns the types whose schemas typeSchema makes to make
+// that of t: it follows typeSchema and shapeSchema, and must be kept in
+// step with them.
+func schemaParts(t reflect.Type) []reflect.Type {
+	if t.Kind() == reflect.Pointer {
+		if pointsToItself(t) {
+			return nil
+		}
+		return []reflect.Type{t.Elem()}
+	}
+	if _, ok := knownSchemas[t]; ok || hasMarshaler(t) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 && !hasMarshaler(t.Elem()) {
+			return nil
+		}
+		return []reflect.Type{t.Elem()}
+	case reflect.Array, reflect.Map:
+		return []reflect.Type{t.Elem()}
+	case reflect.Struct:
+		var parts []reflect.Type
+		for _, f := range jsonFields(t) {
+			parts = append(parts, f.typ)
+		}
+		return parts
+	}
+	return nil
 }
 
 // pointsToItself reports whether the pointer type t leads, through

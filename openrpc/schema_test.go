@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/ndjsonrpc/jsonrpc"
 	"github.com/ndjsonrpc/jsonrpc/openrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -340,4 +341,50 @@ func TestSchemaForPanics(t *testing.T) {
 		}
 		assert.Panics(t, func() { openrpc.SchemaFor[node]() })
 	}
+}
+
+// cycA, cycB and cycC make two cycles that share cycA and cycB: A -> B
+// -> A, and A -> C -> B -> A.
+type cycA struct {
+	B *cycB `json:"b,omitempty"`
+	C *cycC `json:"c,omitempty"`
+}
+
+type cycB struct {
+	A *cycA `json:"a,omitempty"`
+}
+
+type cycC struct {
+	B *cycB `json:"b,omitempty"`
+}
+
+// A type's definition does not depend on where the walk started: cycC,
+// reached from cycA through cycA's definition, was written inline there,
+// and by $ref when the walk started at cycC. So a Document whose methods
+// entered the cycle at two types failed to encode ("two schemas named"),
+// and its Middleware panicked.
+func TestSchemaCycleFromEitherEnd(t *testing.T) {
+	a, c := openrpc.SchemaFor[cycA](), openrpc.SchemaFor[cycC]()
+	require.Len(t, a.Defs, 3, "cycA, cycB and cycC each contain themselves")
+	for name, def := range a.Defs {
+		other, ok := c.Defs[name]
+		if !assert.True(t, ok, "%s defined from cycC too", name) {
+			continue
+		}
+		ja, err := json.Marshal(def)
+		require.NoError(t, err)
+		jc, err := json.Marshal(other)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(jc), string(ja), name)
+	}
+	doc := &openrpc.Document{
+		Info: openrpc.Info{Title: "t", Version: "1"},
+		Methods: []openrpc.Method{
+			openrpc.Describe(jsonrpc.NewMethod[cycA, int]("fromA"), openrpc.Method{}),
+			openrpc.Describe(jsonrpc.NewMethod[cycC, int]("fromC"), openrpc.Method{}),
+		},
+	}
+	_, err := json.Marshal(doc)
+	require.NoError(t, err)
+	assert.NotPanics(t, func() { doc.Middleware() })
 }
