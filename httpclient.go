@@ -109,10 +109,9 @@ type HTTPClient struct {
 	// MaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 
-	ids       atomic.Int64
-	traces    sync.Pool // of *wroteTrace
-	chainOnce sync.Once
-	send      SendFunc // the chain of Interceptors, once built
+	ids     atomic.Int64
+	traces  sync.Pool // of *wroteTrace
+	chained lazyChain // the chain of Interceptors
 }
 
 // An HTTPError is returned by the methods of [HTTPClient] when the server
@@ -462,8 +461,7 @@ func (c *HTTPClient) streamCall(ctx context.Context, header http.Header, id int6
 // chain returns the client's chain of interceptors, built at its first
 // use.
 func (c *HTTPClient) chain() SendFunc {
-	c.chainOnce.Do(func() { c.send = chainOf(c.Interceptors, innermost(c)) })
-	return c.send
+	return c.chained.get(c.Interceptors, func() SendFunc { return innermost(c) })
 }
 
 // newHeader returns the header of a request whose call passes through

@@ -4,11 +4,11 @@ package jsonrpc
 // connection.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"iter"
-	"sync"
 	"sync/atomic"
 )
 
@@ -44,8 +44,7 @@ type InProcess struct {
 	Interceptors []Interceptor
 
 	ids   idSource
-	once  sync.Once
-	chain SendFunc // nil without interceptors
+	chain lazyChain
 }
 
 // inProcessStreamKey is the context key under which a stream's call
@@ -55,14 +54,14 @@ type inProcessStreamKey struct{}
 // send runs req, through the interceptors if there are any. ls, if not
 // nil, takes a stream's items.
 func (p *InProcess) send(ctx context.Context, req *Request, ls *localSender) ([]byte, error) {
-	p.once.Do(func() { p.chain = chainOf(p.Interceptors, p.innermost) })
-	if p.chain == nil {
+	chain := p.chain.get(p.Interceptors, func() SendFunc { return p.innermost })
+	if chain == nil {
 		return p.serve(ctx, req, ls)
 	}
 	if ls == nil {
 		ls = new(localSender) // the call's state through the chain
 	}
-	return p.chain(context.WithValue(ctx, inProcessStreamKey{}, ls), req)
+	return chain(context.WithValue(ctx, inProcessStreamKey{}, ls), req)
 }
 
 // innermost is the SendFunc at the heart of the chain: it runs the
@@ -88,6 +87,10 @@ func (p *InProcess) innermost(ctx context.Context, req *Request) (json.RawMessag
 		}
 	}
 	res, err := p.serve(ctx, req, ls)
+	// A copy, which the interceptors may keep and change, as a
+	// connection's: res may be the handler's own json.RawMessage, or the
+	// package's null.
+	res = bytes.Clone(res)
 	switch {
 	case req.ID.IsZero():
 		return nil, nil // a notification's outcome is dropped
@@ -110,7 +113,8 @@ func (p *InProcess) Call(ctx context.Context, method string, params, result any)
 		return err // not run, as a connection's Call sends nothing then
 	}
 	req := &Request{ID: p.ids.Next(), Method: method, Params: raw}
-	res, err := p.send(ctx, req, nil)
+	ls := new(localSender) // to learn whether the chain passed the call on
+	res, err := p.send(ctx, req, ls)
 	if err != nil {
 		if ctx.Err() != nil {
 			return sent(ctx.Err()) // as a connection's Call does: it ran
@@ -120,7 +124,11 @@ func (p *InProcess) Call(ctx context.Context, method string, params, result any)
 	if result == nil {
 		return nil // dropped, as a connection's Call drops it
 	}
-	return sent(decodeUnscannedResult(res, result))
+	err = decodeUnscannedResult(res, result)
+	if p.chain.send != nil && !ls.passed.Load() {
+		return err // an interceptor answered: nothing ran, as over a connection
+	}
+	return sent(err)
 }
 
 // Notify calls method with params as a notification: the handler runs,
@@ -135,7 +143,7 @@ func (p *InProcess) Notify(ctx context.Context, method string, params any) error
 		return err // not run, as a connection's Notify sends nothing then
 	}
 	_, err = p.send(ctx, &Request{Method: method, Params: raw}, nil)
-	if p.chain == nil {
+	if p.chain.send == nil {
 		return nil // the handler's error is dropped, as a peer drops it
 	}
 	return err // an interceptor's
@@ -277,7 +285,9 @@ func (ls *localSender) emit(item any) error {
 			ls.cancel()
 		}
 	}()
-	more := ls.yield(json.RawMessage(raw), nil)
+	// A copy, as a connection's items are: raw may be the handler's own
+	// json.RawMessage, or the package's null.
+	more := ls.yield(json.RawMessage(bytes.Clone(raw)), nil)
 	returned = true
 	if !more {
 		ls.stopped = true

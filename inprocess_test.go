@@ -6,11 +6,14 @@ package jsonrpc_test
 // it matters with what a connection to a Server gives.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -575,4 +578,112 @@ func TestUnscannedResultNamesAsDecoded(t *testing.T) {
 	got, err := call("{\"\xff\":1,\"a\":{\"\xff\":2}}")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"\ufffd": 1.0, "a": map[string]any{"\ufffd": 2.0}}, got)
+}
+
+// An interceptor that answers a call itself, with or without passing it
+// on, gets the same outcome in process as over a connection: what the
+// result decodes to, whether the call fails, and MayHaveRun (a call the
+// chain never passed on did not run). Invalid JSON into a json.RawMessage
+// used to pass in process, and every decoding failure said "may have run".
+func TestInProcessInterceptorAnswerAsConn(t *testing.T) {
+	answer := func(res string, pass bool) jsonrpc.Interceptor {
+		return func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+			return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+				if pass {
+					if _, err := next(ctx, req); err != nil {
+						return nil, err
+					}
+				}
+				return json.RawMessage(res), nil
+			}
+		}
+	}
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("echo", func(_ context.Context, r *jsonrpc.Request) (any, error) { return r.Params, nil })
+	dests := []func() any{
+		func() any { return new(json.RawMessage) }, func() any { return new(int) }, func() any { return new(any) },
+	}
+	for _, res := range []string{"{bad", "null", `"s"`, `{"a":1,"a":2}`, "7"} {
+		for _, pass := range []bool{false, true} {
+			ics := []jsonrpc.Interceptor{answer(res, pass)}
+			conn := newPairOpts(t, mux, &jsonrpc.Options{Interceptors: ics})
+			ip := &jsonrpc.InProcess{Handler: mux, Interceptors: ics}
+			for _, dest := range dests {
+				d1, d2 := dest(), dest()
+				e1 := conn.Call(t.Context(), "echo", []int{1}, d1)
+				e2 := ip.Call(t.Context(), "echo", []int{1}, d2)
+				what := fmt.Sprintf("result %s, passed on %v, into %T", res, pass, d1)
+				assert.Equal(t, e1 == nil, e2 == nil, "%s: failed (Conn %v, InProcess %v)", what, e1, e2)
+				assert.Equal(t, jsonrpc.MayHaveRun(e1), jsonrpc.MayHaveRun(e2), "%s: MayHaveRun (Conn %v, InProcess %v)", what, e1, e2)
+				assert.Equal(t, d1, d2, "%s: the result", what)
+			}
+		}
+	}
+}
+
+// A chain of interceptors that cannot be built (a nil Interceptor)
+// panics at every call, not only at the first: a caller that recovered
+// from the first panic must not make calls that skip the interceptors.
+func TestLazyChainPanicsEveryCall(t *testing.T) {
+	var seen atomic.Int32
+	count := func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+		return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+			seen.Add(1)
+			return next(ctx, req)
+		}
+	}
+	ics := []jsonrpc.Interceptor{count, nil}
+	var ran atomic.Int32
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("m", func(context.Context, *jsonrpc.Request) (any, error) { ran.Add(1); return 1, nil })
+	srv := httptest.NewServer(&jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})
+	defer srv.Close()
+	for name, c := range map[string]jsonrpc.Caller{
+		"InProcess":  &jsonrpc.InProcess{Handler: mux, Interceptors: ics},
+		"HTTPClient": &jsonrpc.HTTPClient{URL: srv.URL, Interceptors: ics},
+	} {
+		for i := range 3 {
+			assert.Panics(t, func() { _ = c.Call(t.Context(), "m", nil, nil) }, "%s, call %d", name, i)
+		}
+	}
+	assert.Zero(t, ran.Load(), "calls that ran without their interceptors")
+	assert.Zero(t, seen.Load())
+}
+
+// What an interceptor's next returns in process is a copy, as over a
+// connection, and so are a stream's items: changing it changes neither
+// the handler's own json.RawMessage nor the null that the package writes
+// as the id of every parse error.
+func TestInProcessResultIsACopy(t *testing.T) {
+	cached := json.RawMessage(`{"v":"aaa"}`)
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("cached", func(context.Context, *jsonrpc.Request) (any, error) { return cached, nil })
+	mux.HandleFunc("nothing", func(context.Context, *jsonrpc.Request) (any, error) { return nil, nil })
+	mux.Handle("nulls", jsonrpc.Stream(func(context.Context, struct{}) iter.Seq2[json.RawMessage, error] {
+		return func(yield func(json.RawMessage, error) bool) { yield(nil, nil) }
+	}))
+	scribble := func(b []byte) {
+		for i := range b {
+			b[i] = 'x'
+		}
+	}
+	scribbler := func(next jsonrpc.SendFunc) jsonrpc.SendFunc {
+		return func(ctx context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
+			res, err := next(ctx, req)
+			defer scribble(res) // after the caller's copy is taken
+			return bytes.Clone(res), err
+		}
+	}
+	ip := &jsonrpc.InProcess{Handler: mux, Interceptors: []jsonrpc.Interceptor{scribbler}}
+	var got json.RawMessage
+	require.NoError(t, ip.Call(t.Context(), "cached", nil, &got))
+	assert.JSONEq(t, `{"v":"aaa"}`, string(got))
+	assert.Equal(t, `{"v":"aaa"}`, string(cached), "the handler's own value")
+	require.NoError(t, ip.Call(t.Context(), "nothing", nil, &got))
+	for item, err := range (&jsonrpc.InProcess{Handler: mux}).Stream(t.Context(), "nulls", nil) {
+		require.NoError(t, err)
+		scribble(item)
+	}
+	out := serveString(t, &jsonrpc.Server{}, "{bad\n")
+	assert.Equal(t, []string{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`}, out)
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
@@ -122,6 +123,29 @@ var errLostCall = errors.New("jsonrpc: an interceptor passed on a context that d
 // errStreamStopped is what next returns to the interceptors of a stream
 // whose range stopped early, which cancels its call.
 var errStreamStopped = fmt.Errorf("jsonrpc: the range over the stream stopped early: %w", context.Canceled)
+
+// A lazyChain is a chain of interceptors built at its first use, by
+// InProcess and HTTPClient, whose Interceptors are set after they are
+// made. A chain whose building panicked (see chainOf) panics at every
+// use, not at the first only: no later call may go on without it.
+type lazyChain struct {
+	once  sync.Once
+	send  SendFunc // nil for no interceptors
+	fault any      // what building the chain panicked with
+}
+
+// get returns the chain of ics around the SendFunc that inner returns,
+// built at the first call.
+func (l *lazyChain) get(ics []Interceptor, inner func() SendFunc) SendFunc {
+	l.once.Do(func() {
+		defer func() { l.fault = recover() }()
+		l.send = chainOf(ics, inner())
+	})
+	if l.fault != nil {
+		panic(l.fault)
+	}
+	return l.send
+}
 
 // chainOf returns send wrapped in ics, the first outermost, or nil for no
 // interceptors. It panics on a nil Interceptor, or one that returns a nil

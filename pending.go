@@ -457,6 +457,9 @@ func decodeUnscannedResult(raw []byte, dest any) error { return decodeResultAs(r
 func decodeResultAs(raw []byte, dest any, scanned bool) error {
 	if d, ok := dest.(*json.RawMessage); ok {
 		if !scanned {
+			if !validJSON(raw) && !json.Valid(raw) { // the second for invalid UTF-8, which a RawMessage keeps
+				return json.Unmarshal(raw, dest) // its syntax error; dest is left alone
+			}
 			raw = trimSpace(raw) // the value alone, as encoding/json hands it
 		}
 		*d = append((*d)[:0], raw...)
