@@ -561,6 +561,24 @@ func TestClientConcurrentNotify(t *testing.T) {
 	}
 }
 
+// Conn.Batch refuses, sending nothing, a batch without calls and one
+// with params that cannot be a JSON object or array: its doc says these are
+// the errors Batch returns itself besides ctx's and the connection's end.
+func TestClientBatchRefusedUnsent(t *testing.T) {
+	c, peer := newRawPeer(t, nil)
+	ctx := t.Context()
+	require.Error(t, c.Batch(ctx))
+	calls := []*jsonrpc.BatchCall{{Method: "ok", Params: []int{1}}, {Method: "bad", Params: "a string"}}
+	err := c.Batch(ctx, calls...)
+	require.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+	assert.False(t, jsonrpc.MayHaveRun(err))
+	for _, bc := range calls {
+		assert.NoError(t, bc.Err, bc.Method)
+	}
+	require.NoError(t, c.Notify(ctx, "marker", nil))
+	assert.Equal(t, "marker", peer.nextMsg(t).Method, "the first line the peer reads")
+}
+
 func TestClientBatch(t *testing.T) {
 	t.Run("server", func(t *testing.T) {
 		checkLeaks(t)

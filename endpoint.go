@@ -133,9 +133,11 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // Batch sends calls as one JSON array and waits for their answers,
 // matching each to its call by id; notifications get none. Each call's
 // outcome is in its Err field. Batch itself returns an error only when the
-// batch could not be completed: ctx ended (the calls still waiting are
-// cancelled; once the batch went out, the error says it may have run, see
-// [MayHaveRun]), or the connection ended.
+// batch could not be sent or completed: it has no calls, or the params of
+// one cannot be encoded as a JSON object or array (nothing is sent then);
+// ctx ended (the calls still waiting are cancelled; once the batch went
+// out, the error says it may have run, see [MayHaveRun]); or the
+// connection ended.
 func (c *Conn) Batch(ctx context.Context, calls ...*BatchCall) error {
 	return c.c.batch(ctx, calls...)
 }
