@@ -11,7 +11,9 @@ import (
 	"io"
 	"iter"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -455,4 +457,57 @@ func TestStreamCancelWhilePeerStopsReading(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the output fills up
 	send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`)
 	recv(t, stopped, "the producer to stop once its request was cancelled, the peer reading nothing")
+}
+
+// slowSizeWriter notes the largest Write it is given, and takes each
+// slowly.
+type slowSizeWriter struct {
+	mu      sync.Mutex
+	largest int
+}
+
+func (w *slowSizeWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.largest = max(w.largest, len(p))
+	w.mu.Unlock()
+	time.Sleep(2 * time.Millisecond)
+	return len(p), nil
+}
+
+// A handler that sends notifications or stream items faster than the
+// peer takes them waits for room once a megabyte is buffered, also
+// before the write that the connection's goroutine is to make begins:
+// it went on adding there, and on one CPU a single Write carried 5 MiB of
+// notifications, 12 MiB of items.
+func TestHandlerOutputBounded(t *testing.T) {
+	const n, size = 200, 200 << 10
+	bound := outputHighWater + 2*size + 1024 // the buffer holds highWater plus a line
+	mux := new(jsonrpc.Mux)
+	mux.HandleFunc("notify", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
+		item := []string{strings.Repeat("x", size)}
+		for range n {
+			if err := jsonrpc.Peer(ctx).Notify(ctx, "n", item); err != nil {
+				return nil, err
+			}
+		}
+		return "ok", nil
+	})
+	mux.Handle("stream", jsonrpc.Stream(func(context.Context, struct{}) iter.Seq2[string, error] {
+		return func(yield func(string, error) bool) {
+			item := strings.Repeat("x", size)
+			for i := 0; i < n && yield(item, nil); i++ {
+			}
+		}
+	}))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, method := range []string{"notify", "stream"} {
+		t.Run(method, func(t *testing.T) {
+			checkLeaks(t)
+			w := new(slowSizeWriter)
+			in := `{"jsonrpc":"2.0","id":1,"method":"` + method + `"}` + "\n"
+			srv := &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}}
+			require.NoError(t, srv.Serve(t.Context(), strings.NewReader(in), w))
+			assert.LessOrEqual(t, w.largest, bound, "the largest Write")
+		})
+	}
 }

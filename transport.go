@@ -262,23 +262,30 @@ func (lw *lineWriter) appendCtx(ctx context.Context, add func([]byte) []byte, po
 	return err
 }
 
+// crowded reports whether appendWithin must wait for room: highWater
+// bytes are buffered, behind a write in flight (see full) or for the
+// write that the caller who buffered them arranged (a flush on a goroutine
+// of the connection's), which has not taken them yet; a caller that went
+// on adding before that write began would grow the buffer without bound.
+func (lw *lineWriter) crowded() bool { return lw.err == nil && len(lw.buf) >= highWater }
+
 // appendWithin is appendCtx, but ctx bounds only the wait for room: a
 // line for which there is room is added even once ctx has ended. It also
 // returns how many bytes are then buffered that no write in flight will
 // take along.
 func (lw *lineWriter) appendWithin(ctx context.Context, add func([]byte) []byte, pos *linePos) (unwritten int, err error) {
 	lw.mu.Lock()
-	if lw.full() {
+	if lw.crowded() {
 		stop := context.AfterFunc(ctx, func() {
 			lw.mu.Lock()
 			lw.cond.Broadcast()
 			lw.mu.Unlock()
 		})
-		for lw.full() && ctx.Err() == nil {
+		for lw.crowded() && ctx.Err() == nil {
 			lw.cond.Wait()
 		}
 		stop()
-		if lw.full() {
+		if lw.crowded() {
 			lw.mu.Unlock()
 			return 0, ctx.Err()
 		}
