@@ -298,6 +298,18 @@ func (c *conn) flushAsync() {
 	c.goLive(c.flush)
 }
 
+// sendSoon adds a message that a handler sends, built by add, to the
+// output, waiting for room there until ctx ends (see
+// lineWriter.appendWithin), and has it written soon (see flushSoon).
+func (c *conn) sendSoon(ctx context.Context, add func([]byte) []byte) error {
+	unwritten, err := c.out.appendWithin(ctx, add, nil)
+	if err != nil {
+		return err
+	}
+	c.flushSoon(unwritten)
+	return nil
+}
+
 // flushSoon has what is buffered (unwritten, the bytes that no write in
 // flight takes along) written by a goroutine of the connection's within
 // notifyDelay, unless a write takes it along first (the handler's answer,

@@ -366,8 +366,6 @@ func TestPeerCallOverBoundEndsWithIt(t *testing.T) {
 // block in a Write that nothing ends.
 func TestPeerNotifyCtxWhilePeerStopsReading(t *testing.T) {
 	checkLeaks(t)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe() // the peer never reads
 	returned := make(chan error, 1)
 	mux := new(jsonrpc.Mux)
 	mux.HandleFunc("flood", func(ctx context.Context, _ *jsonrpc.Request) (any, error) {
@@ -381,13 +379,8 @@ func TestPeerNotifyCtxWhilePeerStopsReading(t *testing.T) {
 			}
 		}
 	})
-	c := jsonrpc.NewConn(inR, outW, &jsonrpc.Options{Handler: mux, StopGrace: 100 * time.Millisecond})
-	defer func() {
-		_ = outR.Close()
-		_ = inW.Close()
-		_ = c.Close()
-	}()
-	go func() { _, _ = inW.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"flood"}` + "\n")) }()
+	_, send := serveNonReader(t, mux)
+	send(`{"jsonrpc":"2.0","id":1,"method":"flood"}`)
 	err := recv(t, returned, "Notify to return once its ctx ended, the peer reading nothing")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
@@ -426,8 +419,6 @@ func TestPeerNotifyWrittenWhileHandlerRuns(t *testing.T) {
 // output only while the handler's ctx lasts, as Notify does.
 func TestStreamCancelWhilePeerStopsReading(t *testing.T) {
 	checkLeaks(t)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe() // the peer never reads
 	stopped := make(chan struct{})
 	mux := new(jsonrpc.Mux)
 	mux.Handle("flood", jsonrpc.Stream(func(ctx context.Context, _ struct{}) iter.Seq2[string, error] {
@@ -438,15 +429,7 @@ func TestStreamCancelWhilePeerStopsReading(t *testing.T) {
 			}
 		}
 	}))
-	c := jsonrpc.NewConn(inR, outW, &jsonrpc.Options{Handler: mux, StopGrace: 100 * time.Millisecond})
-	defer func() {
-		_ = outR.Close()
-		_ = inW.Close()
-		_ = c.Close()
-	}()
-	send := func(line string) {
-		go func() { _, _ = inW.Write([]byte(line + "\n")) }()
-	}
+	c, send := serveNonReader(t, mux)
 	// A connection that has sent a message of its own reads on while its
 	// output is stuck (one that only answers stops reading instead), so
 	// the cancel is read.
@@ -509,5 +492,23 @@ func TestHandlerOutputBounded(t *testing.T) {
 			require.NoError(t, srv.Serve(t.Context(), strings.NewReader(in), w))
 			assert.LessOrEqual(t, w.largest, bound, "the largest Write")
 		})
+	}
+}
+
+// serveNonReader serves h on a Conn whose peer never reads what it
+// writes, and returns the Conn and a function that sends the Conn a line
+// from the peer. A cleanup closes the pipes and the Conn.
+func serveNonReader(t *testing.T, h jsonrpc.Handler) (*jsonrpc.Conn, func(line string)) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // the peer never reads
+	c := jsonrpc.NewConn(inR, outW, &jsonrpc.Options{Handler: h, StopGrace: 100 * time.Millisecond})
+	t.Cleanup(func() {
+		_ = outR.Close()
+		_ = inW.Close()
+		_ = c.Close()
+	})
+	return c, func(line string) {
+		go func() { _, _ = inW.Write([]byte(line + "\n")) }() // a pipe's Write waits for the read
 	}
 }

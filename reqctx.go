@@ -220,14 +220,9 @@ func (rc *reqCtx) notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return err
 	}
-	unwritten, err := rc.conn.out.appendWithin(ctx, func(b []byte) []byte {
+	return rc.conn.sendSoon(ctx, func(b []byte) []byte {
 		return appendRequest(b, "", method, raw)
-	}, nil)
-	if err != nil {
-		return err
-	}
-	rc.conn.flushSoon(unwritten)
-	return nil
+	})
 }
 
 // errNoTaker is what emit returns for a notification: no one takes its
@@ -245,17 +240,11 @@ func (rc *reqCtx) emit(item any) error {
 	if err != nil {
 		return err
 	}
-	// As notify, bounded by the handler's ctx.
-	unwritten, err := rc.conn.out.appendWithin(rc, func(b []byte) []byte {
+	return rc.conn.sendSoon(rc, func(b []byte) []byte { // as notify, bounded by the handler's ctx
 		b = append(b, `{"jsonrpc":"2.0","method":"`+StreamItemMethod+`","params":{"id":`...)
 		b = append(b, rc.id...)
 		b = append(b, `,"item":`...)
 		b = append(b, raw...)
 		return append(b, "}}"...)
-	}, nil)
-	if err != nil {
-		return err
-	}
-	rc.conn.flushSoon(unwritten)
-	return nil
+	})
 }
