@@ -455,21 +455,22 @@ func decodeResult(raw []byte, dest any) error { return decodeResultAs(raw, dest,
 func decodeUnscannedResult(raw []byte, dest any) error { return decodeResultAs(raw, dest, false) }
 
 func decodeResultAs(raw []byte, dest any, scanned bool) error {
-	if d, ok := dest.(*json.RawMessage); ok {
-		if !scanned {
-			if !validJSON(raw) && !json.Valid(raw) { // the second for invalid UTF-8, which a RawMessage keeps
-				return json.Unmarshal(raw, dest) // its syntax error; dest is left alone
-			}
-			raw = trimSpace(raw) // the value alone, as encoding/json hands it
-		}
-		*d = append((*d)[:0], raw...)
-		return nil
-	}
+	d, toRaw := dest.(*json.RawMessage)
 	if !scanned && !validJSON(raw) {
 		if !json.Valid(raw) {
 			return json.Unmarshal(raw, dest) // its syntax error; dest is left alone
 		}
-		return decodeResultJSON(raw, dest, true) // JSON but for its UTF-8
+		if !toRaw {
+			return decodeResultJSON(raw, dest, true) // JSON but for its UTF-8
+		}
+		// A json.RawMessage keeps invalid UTF-8, as encoding/json's does.
+	}
+	if toRaw {
+		if !scanned {
+			raw = trimSpace(raw) // the value alone, as encoding/json hands it
+		}
+		*d = append((*d)[:0], raw...)
+		return nil
 	}
 	switch d := dest.(type) {
 	case *int:
