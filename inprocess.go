@@ -87,10 +87,6 @@ func (p *InProcess) innermost(ctx context.Context, req *Request) (json.RawMessag
 		}
 	}
 	res, err := p.serve(ctx, req, ls)
-	// A copy, which the interceptors may keep and change, as a
-	// connection's: res may be the handler's own json.RawMessage, or the
-	// package's null.
-	res = bytes.Clone(res)
 	switch {
 	case req.ID.IsZero():
 		return nil, nil // a notification's outcome is dropped
@@ -99,7 +95,10 @@ func (p *InProcess) innermost(ctx context.Context, req *Request) (json.RawMessag
 	case err != nil && ctx.Err() != nil:
 		return nil, ctx.Err() // as a connection's call ends
 	}
-	return res, err
+	// A copy, which the interceptors may keep and change, as a
+	// connection's: res may be the handler's own json.RawMessage, or the
+	// package's null.
+	return bytes.Clone(res), err
 }
 
 // Call calls method with params and decodes the result into result, as
