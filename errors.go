@@ -38,7 +38,8 @@ const (
 	// [Options.MaxPendingBytes]) was, while its own calls to the peer
 	// awaited answers, so it could neither stop reading nor hold more.
 	// The request may be retried. Notifications that come then are
-	// dropped (and logged at Debug).
+	// dropped (and logged at Debug) past the server's budget, and past
+	// twice the connection's (see [Options.MaxPendingBytes]).
 	CodeOverloaded Code = -32090
 	// CodeNotRun means the request was not run, and may be sent again,
 	// to this server later or to another one now: it arrived after a

@@ -39,7 +39,9 @@ func (c *conn) invoke(t *task, inline bool) (result []byte, werr *Error, ok bool
 		}
 		return nil, ErrRequestCancelled, true
 	}
-	if !inline && c.overParked() {
+	if !inline && c.overParked() && !t.req.ID.IsZero() {
+		// (A notification is not refused: it could only be lost. Queued,
+		// it holds nothing more for running.)
 		rc.end()
 		return nil, errParkedFull, true
 	}

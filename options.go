@@ -143,7 +143,13 @@ type Options struct {
 	// handlers keep the connection over its budget, reading goes on (the
 	// answers they wait for must arrive), and new requests, and queued
 	// ones as they come to start, are answered with [ErrOverloaded]
-	// instead: they did not run. Zero means 32 MiB.
+	// instead: they did not run. So is every new request while any call
+	// of this side awaits an answer. Notifications, which a refusal would
+	// lose without a word to their peer, are not refused: while this side
+	// awaits answers, a line of notifications only is queued past the
+	// budget, up to twice MaxPendingBytes in all (past that it is dropped,
+	// logged at Debug), and queued ones run in their turn. Zero means
+	// 32 MiB.
 	MaxPendingBytes int
 
 	// MaxStreamBuffer bounds, in bytes, the items of one [Conn.Stream]

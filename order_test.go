@@ -368,3 +368,193 @@ func TestOrderCallsThePeer(t *testing.T) {
 	assert.Equal(t, 200, n)
 	s.check(t, 200)
 }
+
+// notesRig is a connection whose peer a test plays by hand over pipes, to
+// see what becomes of notifications in order while the connection is over
+// its byte budget. Its handlers: "hold" waits for release; "ask" calls
+// the peer; "gate" (a notification) waits for release unless its param
+// is 0, when it takes 5 ms; "note" notes its param; "count" answers how many were noted.
+type notesRig struct {
+	t       *testing.T
+	conn    *jsonrpc.Conn
+	in      *io.PipeWriter
+	lines   chan string
+	release chan struct{}
+	mu      sync.Mutex
+	seen    []int
+}
+
+func newNotesRig(t *testing.T, o jsonrpc.Options) *notesRig {
+	r := &notesRig{t: t, lines: make(chan string, 64), release: make(chan struct{})}
+	mux := new(jsonrpc.Mux)
+	mux.Handle("hold", jsonrpc.Func(func(context.Context, [1]string) (int, error) {
+		<-r.release
+		return 0, nil
+	}))
+	mux.Handle("ask", jsonrpc.Func(func(ctx context.Context, _ struct{}) (int, error) {
+		return 0, jsonrpc.Peer(ctx).Call(ctx, "ping", nil, nil)
+	}))
+	mux.Handle("gate", jsonrpc.Func(func(_ context.Context, p [1]int) (any, error) {
+		if p[0] == 0 {
+			time.Sleep(5 * time.Millisecond) // it held its reader up: the method counts as slow
+		} else {
+			<-r.release
+		}
+		return nil, nil
+	}))
+	mux.Handle("note", jsonrpc.Func(func(_ context.Context, p [1]int) (any, error) {
+		r.mu.Lock()
+		r.seen = append(r.seen, p[0])
+		r.mu.Unlock()
+		return nil, nil
+	}))
+	mux.Handle("count", jsonrpc.Func(func(context.Context, struct{}) (int, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.seen), nil
+	}))
+	o.Handler = mux
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	r.in = inW
+	c := jsonrpc.NewConn(inR, outW, &o)
+	r.conn = c
+	t.Cleanup(func() {
+		_ = inW.Close()
+		_ = c.Close()
+		_ = outR.Close()
+	})
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			r.lines <- sc.Text()
+		}
+		close(r.lines)
+	}()
+	return r
+}
+
+func (r *notesRig) send(format string, args ...any) {
+	r.t.Helper()
+	_, err := fmt.Fprintf(r.in, format+"\n", args...)
+	require.NoError(r.t, err)
+}
+
+func (r *notesRig) recv(what string) string { r.t.Helper(); return h3Recv(r.t, r.lines, what) }
+
+// notes sends notes first to first+n-1.
+func (r *notesRig) notes(first, n int) {
+	for i := first; i < first+n; i++ {
+		r.send(`{"jsonrpc":"2.0","method":"note","params":[%d]}`, i)
+	}
+}
+
+// answer answers the call to the peer that line holds.
+func (r *notesRig) answer(line string) {
+	r.t.Helper()
+	var call struct{ ID json.RawMessage }
+	require.NoError(r.t, json.Unmarshal([]byte(line), &call))
+	r.send(`{"jsonrpc":"2.0","id":%s,"result":null}`, call.ID)
+}
+
+// noted asks for the count of notes handled, and returns the notes.
+func (r *notesRig) noted() []int {
+	r.t.Helper()
+	time.Sleep(50 * time.Millisecond) // what was held is given back
+	r.send(`{"jsonrpc":"2.0","id":"count","method":"count"}`)
+	answer := r.recv("count's answer")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Equal(r.t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"count","result":%d}`, len(r.seen)), answer)
+	return r.seen
+}
+
+// TestOrderNotesOverBudgetWhileCalling: while this side's own call awaits
+// the peer's answer, the reader cannot wait for the budget (the answer
+// must arrive), and requests past it are refused; notifications, which
+// a refusal would lose, are queued past it and run in order.
+func TestOrderNotesOverBudgetWhileCalling(t *testing.T) {
+	r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: 48 << 10})
+	called := make(chan error, 1)
+	go func() { called <- r.conn.Call(context.Background(), "ping", nil, nil) }()
+	ping := r.recv("the call to the peer")
+	require.Contains(t, ping, `"method":"ping"`)
+	// A request that runs long holds the budget, and then some.
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"hold","params":["%s"]}`, strings.Repeat("x", 49<<10))
+	time.Sleep(50 * time.Millisecond) // reading is handed on past its handler
+	r.notes(0, 5)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"count"}`)
+	assert.Contains(t, r.recv("the refusal"), `"id":2,"error":{"code":-32090`)
+	close(r.release)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":0}`, r.recv("hold's answer"))
+	r.answer(ping)
+	require.NoError(t, <-called)
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, r.noted())
+}
+
+// TestOrderNotesWhileHandlerWaitsForPeer: a handler outside the order
+// that waits for the peer takes the connection over its budget; the
+// notifications read meanwhile are kept and run in order.
+func TestOrderNotesWhileHandlerWaitsForPeer(t *testing.T) {
+	r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: 70000, Order: jsonrpc.Order{Concurrent: []string{"ask"}}})
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"hold","params":["x"]}`)
+	time.Sleep(50 * time.Millisecond) // reading is handed on past its handler
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"ask"}`)
+	ping := r.recv("the call to the peer")
+	require.Contains(t, ping, `"method":"ping"`)
+	r.notes(0, 5)
+	time.Sleep(50 * time.Millisecond)
+	close(r.release)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":0}`, r.recv("hold's answer"))
+	time.Sleep(50 * time.Millisecond) // the notes run, or are lost
+	r.answer(ping)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":0}`, r.recv("ask's answer"))
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, r.noted())
+}
+
+// TestOrderQueuedNotesWhileHandlerWaitsForPeer: notifications queued in
+// order behind a slow one come to their turn while a handler waiting for
+// the peer keeps the connection over its budget. Queued requests are
+// refused then; notifications run.
+func TestOrderQueuedNotesWhileHandlerWaitsForPeer(t *testing.T) {
+	r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: 9000, Order: jsonrpc.Order{Concurrent: []string{"ask"}}})
+	r.send(`{"jsonrpc":"2.0","method":"gate","params":[0]}`)
+	time.Sleep(50 * time.Millisecond) // its read buffer is given back
+	r.send(`{"jsonrpc":"2.0","method":"gate","params":[1]}`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"ask"}`)
+	ping := r.recv("the call to the peer")
+	require.Contains(t, ping, `"method":"ping"`)
+	r.notes(0, 5)
+	time.Sleep(50 * time.Millisecond)
+	close(r.release)
+	time.Sleep(50 * time.Millisecond) // the notes run, or are lost
+	r.answer(ping)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":0}`, r.recv("ask's answer"))
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, r.noted())
+}
+
+// TestOrderNotesOverdraftBounded: what notifications may hold past the
+// budget while this side awaits answers is bounded (by the budget once
+// more): past it they are dropped, the first kept in order.
+func TestOrderNotesOverdraftBounded(t *testing.T) {
+	r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: 48 << 10})
+	called := make(chan error, 1)
+	go func() { called <- r.conn.Call(context.Background(), "ping", nil, nil) }()
+	ping := r.recv("the call to the peer")
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"hold","params":["%s"]}`, strings.Repeat("x", 49<<10))
+	time.Sleep(50 * time.Millisecond) // reading is handed on past its handler
+	const n = 200                     // 200 x 562 bytes: past the budget's 48 KiB
+	r.notes(0, n)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"count"}`) // read once the notes are
+	assert.Contains(t, r.recv("the refusal"), `"id":2,"error":{"code":-32090`)
+	close(r.release)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":0}`, r.recv("hold's answer"))
+	r.answer(ping)
+	require.NoError(t, <-called)
+	seen := r.noted()
+	require.NotEmpty(t, seen)
+	assert.Less(t, len(seen), n, "all kept: no bound")
+	for i, v := range seen {
+		require.Equal(t, i, v, "the notes kept are the first, in order")
+	}
+}

@@ -21,6 +21,7 @@ const unitOverhead = 512
 // they wait for still arrive.
 func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	cost := len(line) + unitOverhead
+	notes := 0 // whether line holds notifications only: 1 yes, -1 no, 0 not known yet
 	c.mu.Lock()
 	for !c.stopped() && c.overBudget(cost) {
 		// budgetWait is stored before awaiting is read, and add stores
@@ -30,7 +31,24 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 		if c.awaiting.Load() > 0 {
 			// Waiting would keep out the answers that the handlers
 			// holding the budget wait for: refuse the line instead.
+			// Refused, notifications would be lost without a word to
+			// their peer, so a line of them only is queued over the
+			// budget, up to an overdraft of the budget once more.
 			c.budgetWait.Store(false)
+			if c.held.Load()+int64(cost) <= 2*int64(c.budget) {
+				if notes == 0 {
+					c.mu.Unlock()
+					notes = -1
+					if onlyNotifications(rs, line, c.maxBatch) {
+						notes = 1
+					}
+					c.mu.Lock()
+					continue // the budget may have changed meanwhile
+				}
+				if notes > 0 {
+					break
+				}
+			}
 			c.mu.Unlock()
 			c.refuse(rs, line, act, ErrOverloaded)
 			return
@@ -78,6 +96,25 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	}
 	c.admitLocked(u)
 	c.startLocked(u)
+}
+
+// onlyNotifications reports whether line is a notification, or a batch
+// of notifications only.
+func onlyNotifications(rs *readState, line []byte, maxBatch int) bool {
+	var kind lineKind
+	kind, rs.batch = scanLine(line, &rs.env, rs.batch, maxBatch)
+	switch kind {
+	case lineObject:
+		return rs.env.method != nil && rs.env.id == nil
+	case lineBatch:
+		for i := range rs.batch {
+			if e := &rs.batch[i]; e.method == nil || e.id != nil {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // startLocked runs u, admitted, on a worker of its own if a slot is free,

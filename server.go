@@ -51,7 +51,8 @@ type Server struct {
 	// (logged at Debug), as nothing can tell their peer: a protocol that
 	// cannot lose one (an editor's document changes) should set MaxMemory
 	// negative and rely on [Options.MaxPendingBytes], whose reader waits
-	// rather than drops. A connection that needs a larger buffer for the
+	// rather than drops, and drops only past twice its budget while this
+	// side's own calls await answers. A connection that needs a larger buffer for the
 	// line it reads waits for room instead, and while one waits all other
 	// new work is shed, so that what is held drains and that connection
 	// is served: none is starved for good. A request or line larger than
