@@ -42,8 +42,10 @@ type MessageReader interface {
 	// framing is damaged one wrapping [ErrBadHeader] (or any error wrapping
 	// either, for a framing of one's own); in both cases only that message is
 	// lost, and the next call goes on with the one after it. At a clean end
-	// of the input it returns io.EOF, and io.ErrUnexpectedEOF when the input
-	// ends inside a message. Any other error ends reading.
+	// of the input it returns io.EOF (a message returned together with
+	// io.EOF, as bufio.Reader.ReadBytes returns its last, is served
+	// first), and io.ErrUnexpectedEOF when the input ends inside a
+	// message. Any other error ends reading.
 	ReadMessage() ([]byte, error)
 }
 
@@ -624,12 +626,21 @@ func (lr *lineReader) readCustom() ([]byte, error) {
 	if lr.stopped {
 		return nil, errReadStopped
 	}
+	if lr.lastEOF != nil {
+		return nil, lr.lastEOF
+	}
 	msg, err := lr.inner.ReadMessage()
 	if lr.stopped {
 		return nil, errReadStopped
 	}
 	if err != nil {
-		return nil, err
+		if len(msg) == 0 || err != io.EOF {
+			return nil, err
+		}
+		// A reader in io.Reader's way, that returns its last message
+		// with io.EOF (bufio.Reader.ReadBytes, say): the message is
+		// served, and the end comes next.
+		lr.lastEOF = err
 	}
 	if len(msg) > lr.max {
 		lr.keepHead(msg)

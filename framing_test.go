@@ -531,7 +531,33 @@ func (lr *lengthPrefixReader) ReadMessage() ([]byte, error) {
 	return lr.buf, nil
 }
 
+// nulFraming ends each message with a NUL byte. Its reader returns the
+// last message, if not ended, together with io.EOF, as
+// bufio.Reader.ReadBytes does.
+type nulFraming struct{}
+
+func (nulFraming) NewReader(r io.Reader, _ int) MessageReader {
+	return nulReader{bufio.NewReader(r)}
+}
+
+func (nulFraming) AppendFrame(dst, msg []byte) []byte { return append(append(dst, msg...), 0) }
+
+type nulReader struct{ r *bufio.Reader }
+
+func (n nulReader) ReadMessage() ([]byte, error) {
+	b, err := n.r.ReadBytes(0)
+	return bytes.TrimSuffix(b, []byte{0}), err
+}
+
 func TestCustomFraming(t *testing.T) {
+	t.Run("last message with io.EOF", func(t *testing.T) {
+		got, err := readFrames(t, newFramedReader(nulFraming{}, strings.NewReader("1\x002"), 0))
+		require.ErrorIs(t, err, io.EOF)
+		assert.Equal(t, []string{"1", "2"}, got)
+		got, err = readFrames(t, newFramedReader(nulFraming{}, strings.NewReader("1\x002\x00"), 0))
+		require.ErrorIs(t, err, io.EOF)
+		assert.Equal(t, []string{"1", "2"}, got)
+	})
 	t.Run("round trip", func(t *testing.T) {
 		var buf bytes.Buffer
 		msgs := []string{`{"a":1}`, `[1,2]`, `"s"`, `{"big":"` + strings.Repeat("b", 100<<10) + `"}`, `{"w":"m"}`, `null`, ``}

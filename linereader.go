@@ -113,9 +113,11 @@ type lineReader struct {
 	hdrErr  string
 
 	// In modeCustom: the user's reader, which reads through a hookReader,
-	// and whether beforeRead stopped reading.
+	// whether beforeRead stopped reading, and the io.EOF that the user's
+	// reader returned together with its last message, for the next call.
 	inner   MessageReader
 	stopped bool
+	lastEOF error
 
 	// budget, if set, is the Server's memory budget, against which the
 	// buffer's bytes past initialBufSize are charged (charged of them).
