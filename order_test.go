@@ -371,22 +371,21 @@ func TestOrderCallsThePeer(t *testing.T) {
 
 // notesRig is a connection whose peer a test plays by hand over pipes, to
 // see what becomes of notifications in order while the connection is over
-// its byte budget. Its handlers: "hold" waits for release; "ask" calls
-// the peer; "gate" (a notification) waits for release unless its param
-// is 0, when it takes 5 ms; "note" notes its param; "count" answers how many were noted.
+// its byte budget. Its handlers: orderState's "note" and "count"; "hold"
+// waits for release; "ask" calls the peer; "gate" (a notification) waits
+// for release unless its param is 0, when it takes 5 ms.
 type notesRig struct {
 	t       *testing.T
 	conn    *jsonrpc.Conn
 	in      *io.PipeWriter
 	lines   chan string
 	release chan struct{}
-	mu      sync.Mutex
-	seen    []int
+	orderState
 }
 
 func newNotesRig(t *testing.T, o jsonrpc.Options) *notesRig {
 	r := &notesRig{t: t, lines: make(chan string, 64), release: make(chan struct{})}
-	mux := new(jsonrpc.Mux)
+	mux := r.mux()
 	mux.Handle("hold", jsonrpc.Func(func(context.Context, [1]string) (int, error) {
 		<-r.release
 		return 0, nil
@@ -401,17 +400,6 @@ func newNotesRig(t *testing.T, o jsonrpc.Options) *notesRig {
 			<-r.release
 		}
 		return nil, nil
-	}))
-	mux.Handle("note", jsonrpc.Func(func(_ context.Context, p [1]int) (any, error) {
-		r.mu.Lock()
-		r.seen = append(r.seen, p[0])
-		r.mu.Unlock()
-		return nil, nil
-	}))
-	mux.Handle("count", jsonrpc.Func(func(context.Context, struct{}) (int, error) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return len(r.seen), nil
 	}))
 	o.Handler = mux
 	inR, inW := io.Pipe()
@@ -466,6 +454,7 @@ func (r *notesRig) noted() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	assert.Equal(r.t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"count","result":%d}`, len(r.seen)), answer)
+	assert.Zero(r.t, r.overlap.Load(), "two notes ran at once")
 	return r.seen
 }
 
@@ -493,44 +482,43 @@ func TestOrderNotesOverBudgetWhileCalling(t *testing.T) {
 }
 
 // TestOrderNotesWhileHandlerWaitsForPeer: a handler outside the order
-// that waits for the peer takes the connection over its budget; the
-// notifications read meanwhile are kept and run in order.
+// waits for the peer, which takes the connection over its budget;
+// notifications in order, read then, are kept, and run in their turn:
+// after a request's handler that held reading up ("read"), or queued
+// behind a slow notification ("queued"). Requests queued then are
+// refused; a notification could only be lost.
 func TestOrderNotesWhileHandlerWaitsForPeer(t *testing.T) {
-	r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: 70000, Order: jsonrpc.Order{Concurrent: []string{"ask"}}})
-	r.send(`{"jsonrpc":"2.0","id":1,"method":"hold","params":["x"]}`)
-	time.Sleep(50 * time.Millisecond) // reading is handed on past its handler
-	r.send(`{"jsonrpc":"2.0","id":2,"method":"ask"}`)
-	ping := r.recv("the call to the peer")
-	require.Contains(t, ping, `"method":"ping"`)
-	r.notes(0, 5)
-	time.Sleep(50 * time.Millisecond)
-	close(r.release)
-	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":0}`, r.recv("hold's answer"))
-	time.Sleep(50 * time.Millisecond) // the notes run, or are lost
-	r.answer(ping)
-	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":0}`, r.recv("ask's answer"))
-	assert.Equal(t, []int{0, 1, 2, 3, 4}, r.noted())
-}
-
-// TestOrderQueuedNotesWhileHandlerWaitsForPeer: notifications queued in
-// order behind a slow one come to their turn while a handler waiting for
-// the peer keeps the connection over its budget. Queued requests are
-// refused then; notifications run.
-func TestOrderQueuedNotesWhileHandlerWaitsForPeer(t *testing.T) {
-	r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: 9000, Order: jsonrpc.Order{Concurrent: []string{"ask"}}})
-	r.send(`{"jsonrpc":"2.0","method":"gate","params":[0]}`)
-	time.Sleep(50 * time.Millisecond) // its read buffer is given back
-	r.send(`{"jsonrpc":"2.0","method":"gate","params":[1]}`)
-	r.send(`{"jsonrpc":"2.0","id":2,"method":"ask"}`)
-	ping := r.recv("the call to the peer")
-	require.Contains(t, ping, `"method":"ping"`)
-	r.notes(0, 5)
-	time.Sleep(50 * time.Millisecond)
-	close(r.release)
-	time.Sleep(50 * time.Millisecond) // the notes run, or are lost
-	r.answer(ping)
-	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":0}`, r.recv("ask's answer"))
-	assert.Equal(t, []int{0, 1, 2, 3, 4}, r.noted())
+	for _, tc := range []struct {
+		name   string
+		budget int
+		first  []string // before the call to the peer; the first is let be 50 ms
+	}{
+		{"read", 70000, []string{`{"jsonrpc":"2.0","id":1,"method":"hold","params":["x"]}`}},
+		{"queued", 9000, []string{`{"jsonrpc":"2.0","method":"gate","params":[0]}`, `{"jsonrpc":"2.0","method":"gate","params":[1]}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: tc.budget, Order: jsonrpc.Order{Concurrent: []string{"ask"}}})
+			for i, line := range tc.first {
+				r.send("%s", line)
+				if i == 0 {
+					time.Sleep(50 * time.Millisecond) // reading is handed on, or the buffer given back
+				}
+			}
+			r.send(`{"jsonrpc":"2.0","id":2,"method":"ask"}`)
+			ping := r.recv("the call to the peer")
+			require.Contains(t, ping, `"method":"ping"`)
+			r.notes(0, 5)
+			time.Sleep(50 * time.Millisecond)
+			close(r.release)
+			if tc.name == "read" {
+				assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":0}`, r.recv("hold's answer"))
+			}
+			time.Sleep(50 * time.Millisecond) // the notes run, or are lost
+			r.answer(ping)
+			assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":0}`, r.recv("ask's answer"))
+			assert.Equal(t, []int{0, 1, 2, 3, 4}, r.noted())
+		})
+	}
 }
 
 // TestOrderNotesOverdraftBounded: what notifications may hold past the
