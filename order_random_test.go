@@ -127,35 +127,27 @@ func (k *orderChecker) mux() *jsonrpc.Mux {
 }
 
 func orderMsg(k *orderChecker, rnd *rand.Rand, i int, peer bool) string {
-	var method string
-	var id string
+	method := "f" // outside the order, not checked
 	switch x := rnd.IntN(10); {
-	case x < 3:
+	case x < 3, x < 4 && !peer:
 		method = "n"
-		k.serial[i] = true
-		k.note[i] = true
-	case x < 4 && !peer:
-		method = "n"
-		k.serial[i] = true
-		k.note[i] = true
 	case x < 4 && rnd.IntN(2) == 0:
 		method = "c"
-		k.serial[i] = true
-		k.note[i] = true
 	case x < 4:
 		method = "cr"
-		k.serial[i] = false
-		id = fmt.Sprintf(`"id":%d,`, i)
 	case x < 7:
 		method = "r"
-		k.serial[i] = false
-		id = fmt.Sprintf(`"id":%d,`, i)
 	case x < 9:
 		method = "w"
-		k.serial[i] = true
-		id = fmt.Sprintf(`"id":%d,`, i)
-	default:
-		method = "f"
+	}
+	note := method == "n" || method == "c"
+	if method != "f" {
+		k.serial[i] = note || method == "w"
+	}
+	id := ""
+	if note {
+		k.note[i] = true
+	} else {
 		id = fmt.Sprintf(`"id":%d,`, i)
 	}
 	d := 0

@@ -52,11 +52,12 @@ type Server struct {
 	// cannot lose one (an editor's document changes) should set MaxMemory
 	// negative and rely on [Options.MaxPendingBytes], whose reader waits
 	// rather than drops, and drops only past twice its budget while this
-	// side's own calls await answers. A connection that needs a larger buffer for the
-	// line it reads waits for room instead, and while one waits all other
-	// new work is shed, so that what is held drains and that connection
-	// is served: none is starved for good. A request or line larger than
-	// the budget itself is let through once nothing else is held.
+	// side's own calls await answers. A connection that needs a larger
+	// buffer for the line it reads waits for room instead, and while one
+	// waits all other new work is shed, so that what is held drains and
+	// that connection is served: none is starved for good. A request or
+	// line larger than the budget itself is let through once nothing else
+	// is held.
 	// SECURITY.md gives the worst case in bytes.
 	MaxMemory int64
 
