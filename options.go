@@ -146,10 +146,10 @@ type Options struct {
 	// instead: they did not run. So is every new request while any call
 	// of this side awaits an answer. Notifications, which a refusal would
 	// lose without a word to their peer, are not refused: while this side
-	// awaits answers, a line of notifications only is queued past the
-	// budget, up to twice MaxPendingBytes in all (past that it is dropped,
-	// logged at Debug), and queued ones run in their turn. Zero means
-	// 32 MiB.
+	// awaits answers, a line that holds one (a batch with its requests) is
+	// queued past the budget, up to twice MaxPendingBytes in all (past
+	// that it is refused and its notifications dropped, logged at Debug),
+	// and queued ones run in their turn. Zero means 32 MiB.
 	MaxPendingBytes int
 
 	// MaxStreamBuffer bounds, in bytes, the items of one [Conn.Stream]

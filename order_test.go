@@ -461,7 +461,8 @@ func (r *notesRig) noted() []int {
 // TestOrderNotesOverBudgetWhileCalling: while this side's own call awaits
 // the peer's answer, the reader cannot wait for the budget (the answer
 // must arrive), and requests past it are refused; notifications, which
-// a refusal would lose, are queued past it and run in order.
+// a refusal would lose, are queued past it and run in order, and so is
+// a batch that holds one, its requests with it.
 func TestOrderNotesOverBudgetWhileCalling(t *testing.T) {
 	r := newNotesRig(t, jsonrpc.Options{MaxPendingBytes: 48 << 10})
 	called := make(chan error, 1)
@@ -474,11 +475,14 @@ func TestOrderNotesOverBudgetWhileCalling(t *testing.T) {
 	r.notes(0, 5)
 	r.send(`{"jsonrpc":"2.0","id":2,"method":"count"}`)
 	assert.Contains(t, r.recv("the refusal"), `"id":2,"error":{"code":-32090`)
+	r.send(`[{"jsonrpc":"2.0","method":"note","params":[5]},{"jsonrpc":"2.0","id":3,"method":"count"}]`)
+	time.Sleep(50 * time.Millisecond) // a refusal would come now
 	close(r.release)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":0}`, r.recv("hold's answer"))
+	assert.Equal(t, `[{"jsonrpc":"2.0","id":3,"result":6}]`, r.recv("the batch's answer"))
 	r.answer(ping)
 	require.NoError(t, <-called)
-	assert.Equal(t, []int{0, 1, 2, 3, 4}, r.noted())
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, r.noted())
 }
 
 // TestOrderNotesWhileHandlerWaitsForPeer: a handler outside the order

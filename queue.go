@@ -21,7 +21,7 @@ const unitOverhead = 512
 // they wait for still arrive.
 func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	cost := len(line) + unitOverhead
-	notes := 0 // whether line holds notifications only: 1 yes, -1 no, 0 not known yet
+	notes := 0 // whether line holds a notification: 1 yes, -1 no, 0 not known yet
 	c.mu.Lock()
 	for !c.stopped() && c.overBudget(cost) {
 		// budgetWait is stored before awaiting is read, and add stores
@@ -32,14 +32,15 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 			// Waiting would keep out the answers that the handlers
 			// holding the budget wait for: refuse the line instead.
 			// Refused, notifications would be lost without a word to
-			// their peer, so a line of them only is queued over the
-			// budget, up to an overdraft of the budget once more.
+			// their peer, so a line that holds one (a batch with its
+			// requests) is queued over the budget, up to an overdraft
+			// of the budget once more.
 			c.budgetWait.Store(false)
 			if c.held.Load()+int64(cost) <= 2*int64(c.budget) {
 				if notes == 0 {
 					c.mu.Unlock()
 					notes = -1
-					if onlyNotifications(rs, line, c.maxBatch) {
+					if holdsNotification(rs, line, c.maxBatch) {
 						notes = 1
 					}
 					c.mu.Lock()
@@ -98,9 +99,9 @@ func (c *conn) enqueue(rs *readState, line []byte, act bool) {
 	c.startLocked(u)
 }
 
-// onlyNotifications reports whether line is a notification, or a batch
-// of notifications only.
-func onlyNotifications(rs *readState, line []byte, maxBatch int) bool {
+// holdsNotification reports whether line is a notification, or a batch
+// with a notification among its entries.
+func holdsNotification(rs *readState, line []byte, maxBatch int) bool {
 	var kind lineKind
 	kind, rs.batch = scanLine(line, &rs.env, rs.batch, maxBatch)
 	switch kind {
@@ -108,11 +109,10 @@ func onlyNotifications(rs *readState, line []byte, maxBatch int) bool {
 		return rs.env.method != nil && rs.env.id == nil
 	case lineBatch:
 		for i := range rs.batch {
-			if e := &rs.batch[i]; e.method == nil || e.id != nil {
-				return false
+			if e := &rs.batch[i]; e.method != nil && e.id == nil {
+				return true
 			}
 		}
-		return true
 	}
 	return false
 }
