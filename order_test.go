@@ -373,7 +373,8 @@ func TestOrderCallsThePeer(t *testing.T) {
 // see what becomes of notifications in order while the connection is over
 // its byte budget. Its handlers: orderState's "note" and "count"; "hold"
 // waits for release; "ask" calls the peer; "gate" (a notification) waits
-// for release unless its param is 0, when it takes 5 ms.
+// for release unless its param is 0, when it holds its reader up until
+// reading is handed on.
 type notesRig struct {
 	t       *testing.T
 	conn    *jsonrpc.Conn
@@ -393,9 +394,13 @@ func newNotesRig(t *testing.T, o jsonrpc.Options) *notesRig {
 	mux.Handle("ask", jsonrpc.Func(func(ctx context.Context, _ struct{}) (int, error) {
 		return 0, jsonrpc.Peer(ctx).Call(ctx, "ping", nil, nil)
 	}))
-	mux.Handle("gate", jsonrpc.Func(func(_ context.Context, p [1]int) (any, error) {
+	mux.Handle("gate", jsonrpc.Func(func(ctx context.Context, p [1]int) (any, error) {
 		if p[0] == 0 {
-			time.Sleep(5 * time.Millisecond) // it held its reader up: the method counts as slow
+			// It holds its reader up until reading moves on: the method
+			// counts as slow from then on, however late the watchdog.
+			for i := 0; i < 10000 && !jsonrpc.HandedOff(ctx); i++ {
+				time.Sleep(time.Millisecond)
+			}
 		} else {
 			<-r.release
 		}
