@@ -27,9 +27,9 @@ const (
 	CodeServerErrorMax     = codeServerErrorMax
 )
 
-// HandedOff reports whether ctx is that of a handler run inline on a
-// reader that reading has since moved on from: what marks its method slow.
-func HandedOff(ctx context.Context) bool {
+// HoldsReader reports whether ctx is that of a handler that runs inline
+// on the reading goroutine, reading not having moved on from it yet.
+func HoldsReader(ctx context.Context) bool {
 	rc, _ := ctx.Value(senderKey{}).(*reqCtx)
-	return rc != nil && rc.reader != nil && rc.reader.state.Load()&stateHandedOff != 0
+	return rc != nil && rc.reader != nil && rc.reader.state.Load()&stateHandedOff == 0
 }

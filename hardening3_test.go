@@ -466,8 +466,8 @@ func TestIdleConnectionLetsGo(t *testing.T) {
 	t.Run("large lines queued", func(t *testing.T) {
 		checkLeaks(t)
 		mux := new(jsonrpc.Mux)
-		mux.Handle("slow", jsonrpc.Func(func(_ context.Context, p [1]string) (int, error) {
-			time.Sleep(3 * time.Millisecond) // queued from the second call on
+		mux.Handle("slow", jsonrpc.Func(func(ctx context.Context, p [1]string) (int, error) {
+			holdReader(ctx) // queued from the second call on
 			return len(p[0]), nil
 		}))
 		in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -142,4 +143,13 @@ func waitingMux(started chan<- struct{}) *jsonrpc.Mux {
 		return nil, ctx.Err()
 	})
 	return mux
+}
+
+// holdReader returns once reading has moved on from the handler of ctx
+// (at once for one that runs off the reader), which marks its method
+// slow: whatever the watchdog's delay, its next requests are queued.
+func holdReader(ctx context.Context) {
+	for i := 0; i < 10000 && jsonrpc.HoldsReader(ctx); i++ {
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -396,11 +396,7 @@ func newNotesRig(t *testing.T, o jsonrpc.Options) *notesRig {
 	}))
 	mux.Handle("gate", jsonrpc.Func(func(ctx context.Context, p [1]int) (any, error) {
 		if p[0] == 0 {
-			// It holds its reader up until reading moves on: the method
-			// counts as slow from then on, however late the watchdog.
-			for i := 0; i < 10000 && !jsonrpc.HandedOff(ctx); i++ {
-				time.Sleep(time.Millisecond)
-			}
+			holdReader(ctx) // the method counts as slow from then on
 		} else {
 			<-r.release
 		}
