@@ -541,6 +541,23 @@ func (r *uninterruptibleReader) Read([]byte) (int, error) {
 
 func (r *uninterruptibleReader) Close() error { return nil }
 
+// ownFraming is newline-delimited JSON as a Framing of one's own, read
+// through the interface rather than by the built-in reader.
+type ownFraming struct{ jsonrpc.LineFraming }
+
+// readerTransport is a Transport whose ReadMessage returns what one Read
+// of r gives, and whose Close interrupts nothing.
+type readerTransport struct{ r io.Reader }
+
+func (t readerTransport) ReadMessage() ([]byte, error) {
+	var b [512]byte
+	n, err := t.r.Read(b[:])
+	return b[:n], err
+}
+
+func (readerTransport) WriteMessage([]byte) error { return nil }
+func (readerTransport) Close() error              { return nil }
+
 // waitBlockedRead waits until a goroutine of the client's sits in a
 // read(2) system call under lineReader.fill.
 func waitBlockedRead(t *testing.T) {
@@ -563,7 +580,8 @@ func waitBlockedRead(t *testing.T) {
 
 // TestClientHardeningCloseBounded checks that Close returns within about
 // StopGrace when the reader goroutine sits in a Read that closing the
-// reader does not interrupt, or a Handler ignores its context; and that
+// reader does not interrupt (under the built-in framing, a Framing of
+// one's own, or a Transport), or a Handler ignores its context; and that
 // what was left running ends once it can.
 func TestClientHardeningCloseBounded(t *testing.T) {
 	const grace = 200 * time.Millisecond
@@ -577,6 +595,18 @@ func TestClientHardeningCloseBounded(t *testing.T) {
 			r := &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
 			c := jsonrpc.NewConn(r, io.Discard, &jsonrpc.Options{StopGrace: grace})
 			recv(t, r.entered, "the reader goroutine to start a Read")
+			return c, func() { close(r.unblock) }
+		}},
+		{"a Framing of one's own over such a reader", func(t *testing.T) (*jsonrpc.Conn, func()) {
+			r := &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
+			c := jsonrpc.NewConn(r, io.Discard, &jsonrpc.Options{StopGrace: grace, Framing: ownFraming{}})
+			recv(t, r.entered, "the reader goroutine to start a Read")
+			return c, func() { close(r.unblock) }
+		}},
+		{"a Transport whose Close does not interrupt ReadMessage", func(t *testing.T) (*jsonrpc.Conn, func()) {
+			r := &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
+			c := jsonrpc.NewTransportConn(readerTransport{r}, &jsonrpc.Options{StopGrace: grace})
+			recv(t, r.entered, "the reader goroutine to start a ReadMessage")
 			return c, func() { close(r.unblock) }
 		}},
 		{"os.File on a pipe in blocking mode", func(t *testing.T) (*jsonrpc.Conn, func()) {
