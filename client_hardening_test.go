@@ -541,6 +541,10 @@ func (r *uninterruptibleReader) Read([]byte) (int, error) {
 
 func (r *uninterruptibleReader) Close() error { return nil }
 
+func newUninterruptibleReader() *uninterruptibleReader {
+	return &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
+}
+
 // ownFraming is newline-delimited JSON as a Framing of one's own, read
 // through the interface rather than by the built-in reader.
 type ownFraming struct{ jsonrpc.LineFraming }
@@ -592,19 +596,19 @@ func TestClientHardeningCloseBounded(t *testing.T) {
 		start func(t *testing.T) (c *jsonrpc.Conn, unstick func())
 	}{
 		{"reader whose Close does not interrupt Read", func(t *testing.T) (*jsonrpc.Conn, func()) {
-			r := &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
+			r := newUninterruptibleReader()
 			c := jsonrpc.NewConn(r, io.Discard, &jsonrpc.Options{StopGrace: grace})
 			recv(t, r.entered, "the reader goroutine to start a Read")
 			return c, func() { close(r.unblock) }
 		}},
 		{"a Framing of one's own over such a reader", func(t *testing.T) (*jsonrpc.Conn, func()) {
-			r := &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
+			r := newUninterruptibleReader()
 			c := jsonrpc.NewConn(r, io.Discard, &jsonrpc.Options{StopGrace: grace, Framing: ownFraming{}})
 			recv(t, r.entered, "the reader goroutine to start a Read")
 			return c, func() { close(r.unblock) }
 		}},
 		{"a Transport whose Close does not interrupt ReadMessage", func(t *testing.T) (*jsonrpc.Conn, func()) {
-			r := &uninterruptibleReader{entered: make(chan struct{}), unblock: make(chan struct{})}
+			r := newUninterruptibleReader()
 			c := jsonrpc.NewTransportConn(readerTransport{r}, &jsonrpc.Options{StopGrace: grace})
 			recv(t, r.entered, "the reader goroutine to start a ReadMessage")
 			return c, func() { close(r.unblock) }
