@@ -67,6 +67,32 @@ func fuzzCall(t *testing.T, raw []byte) (result json.RawMessage, notes []json.Ra
 	return result, notes, err
 }
 
+// fuzzStream ranges over a Stream of "m" through an HTTPClient that gets
+// raw as its response, and returns the items it yields.
+func fuzzStream(t *testing.T, raw []byte) (items []json.RawMessage) {
+	t.Helper()
+	c := &jsonrpc.HTTPClient{
+		URL:            "http://fuzz.invalid/rpc",
+		HTTP:           &http.Client{Transport: rawResponse(raw)},
+		MaxMessageSize: fuzzClientLimit,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for item, err := range c.Stream(context.Background(), "m", nil) {
+			if err == nil {
+				items = append(items, item)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(fuzzHang):
+		t.Fatalf("Stream with response %q did not end within %v", raw, fuzzHang)
+	}
+	return items
+}
+
 // compactJSON returns valid JSON compacted, for comparisons.
 func compactJSON(t *testing.T, v []byte) string {
 	t.Helper()
@@ -125,11 +151,12 @@ func judgePlain(raw []byte) plainVerdict {
 	return plainVerdict{sure: true, ok: true, result: m["result"]}
 }
 
-// FuzzHTTPClientResponse answers a call with arbitrary bytes as its HTTP
-// response. Call must return, without panicking, within fuzzHang; nothing
-// it returns may be over its MaxMessageSize, and it may pass on no more
-// notifications than the response has bytes. A plain JSON answer is
-// decoded as an independent reading of it says.
+// FuzzHTTPClientResponse answers a call, and then a Stream, with
+// arbitrary bytes as its HTTP response. Call and the Stream must return,
+// without panicking, within fuzzHang; nothing they return may be over
+// their MaxMessageSize, and they may pass on no more notifications or
+// items than the response has bytes. A plain JSON answer is decoded as
+// an independent reading of it says.
 func FuzzHTTPClientResponse(f *testing.F) {
 	answer := `{"jsonrpc":"2.0","id":1,"result":{"a":[1,"x"]}}`
 	note := `{"jsonrpc":"2.0","method":"log","params":["a"]}`
@@ -160,6 +187,8 @@ func FuzzHTTPClientResponse(f *testing.F) {
 		head("200 OK", "application/x-ndjson") + note + "\r\n\n" + answer + "\n",
 		head("200 OK", "application/x-ndjson") + note + "\n" + note,
 		head("200 OK", "application/x-ndjson") + strings.Repeat("y", fuzzClientLimit+10),
+		head("200 OK", "application/x-ndjson") + `{"jsonrpc":"2.0","method":5}` + "\n" + `{"jsonrpc":"2.0","method":"$/stream","params":{"id":1,"item":0}}` + "\n" + answer + "\n",
+		head("200 OK", "text/event-stream") + `data: {"jsonrpc":"2.0","method":7,"params":{"id":1,"item":0}}` + "\n\n" + "data: " + answer + "\n\n",
 		head("202 Accepted", "application/json", "Content-Length: 0"),
 		head("204 No Content", "application/json"),
 		head("404 Not Found", "text/plain", "Content-Length: 9") + "not found",
@@ -184,6 +213,15 @@ func FuzzHTTPClientResponse(f *testing.F) {
 		for _, n := range notes {
 			if len(n) > fuzzClientLimit {
 				t.Fatalf("response %q: notification params of %d bytes, over the limit", raw, len(n))
+			}
+		}
+		items := fuzzStream(t, raw)
+		if len(items) > len(raw) {
+			t.Fatalf("response %q: %d items", raw, len(items))
+		}
+		for _, item := range items {
+			if len(item) > fuzzClientLimit {
+				t.Fatalf("response %q: an item of %d bytes, over the limit", raw, len(item))
 			}
 		}
 		want := judgePlain(raw)

@@ -984,3 +984,36 @@ func TestHTTPRefusalWhileBodyStalls(t *testing.T) {
 		})
 	}
 }
+
+// A streamed response may carry any message, and HTTPClient.Stream reads
+// each before it knows what it is: one whose method is not a string (5,
+// a one-byte value, once made Stream panic) is skipped, as is an item for
+// another call or one that is not a valid request, and the stream goes on
+// to its items and its answer.
+func TestHTTPClientStreamInvalidMessages(t *testing.T) {
+	checkLeaks(t)
+	msgs := []string{
+		`{"jsonrpc":"2.0","method":5}`,
+		`{"jsonrpc":"2.0","method":12,"params":{"id":1,"item":"bad"}}`,
+		`{"jsonrpc":"2.0","method":true}`,
+		`{"jsonrpc":"2.0","method":["$/stream"],"params":{"id":1,"item":"bad"}}`,
+		`{"jsonrpc":"2.0","method":"$/stream","params":{"id":1,"item":"first"}}`,
+		`{"jsonrpc":"2.0","method":"$/stream","params":{"id":2,"item":"other call"}}`,
+		`{"method":"$/stream","params":{"id":1,"item":"no version"}}`,
+		`{"jsonrpc":"2.0","method":"$/stream","params":{"id":1,"item":"second"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":2}`,
+	}
+	bodies := map[string]string{
+		"ndjson": "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n\r\n" + strings.Join(msgs, "\n") + "\n",
+		"sse":    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: " + strings.Join(msgs, "\n\ndata: ") + "\n\n",
+	}
+	for name, raw := range bodies {
+		c := &jsonrpc.HTTPClient{URL: "http://test.invalid/rpc", HTTP: &http.Client{Transport: rawResponse(raw)}}
+		var items []string
+		for item, err := range c.Stream(context.Background(), "count", nil) {
+			require.NoError(t, err, name)
+			items = append(items, string(item))
+		}
+		assert.Equal(t, []string{`"first"`, `"second"`}, items, name)
+	}
+}

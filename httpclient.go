@@ -429,8 +429,10 @@ func (c *HTTPClient) streamCall(ctx context.Context, header http.Header, id int6
 		if kind != lineObject {
 			return false, nil
 		}
-		if e.id == nil && e.method != nil && string(e.methodName()) == StreamItemMethod {
-			if to, ok := streamTarget(e.params); ok && to == id && e.checkRequest() == "" {
+		// The method is read only once the envelope is known to be a
+		// valid request: it may be any JSON value, such as 5.
+		if e.notification() && e.checkRequest() == "" && string(e.methodName()) == StreamItemMethod {
+			if to, ok := streamTarget(e.params); ok && to == id {
 				if !yield(itemOf(e.params), nil) {
 					stopped = true
 					return false, nil

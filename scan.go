@@ -368,6 +368,10 @@ func (e *envelope) checkRequest() string {
 	return ""
 }
 
+// notification reports whether e has the shape of a notification: a
+// method and no id. It says nothing of whether e is valid.
+func (e *envelope) notification() bool { return e.method != nil && e.id == nil }
+
 // replyID returns the id to echo in an error response to e: its own when
 // that is a valid id, and null otherwise.
 func (e *envelope) replyID() []byte {
