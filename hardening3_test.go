@@ -467,7 +467,7 @@ func TestIdleConnectionLetsGo(t *testing.T) {
 		checkLeaks(t)
 		mux := new(jsonrpc.Mux)
 		mux.Handle("slow", jsonrpc.Func(func(ctx context.Context, p [1]string) (int, error) {
-			holdReader(ctx) // queued from the second call on
+			holdReader(t, ctx) // queued from the second call on
 			return len(p[0]), nil
 		}))
 		in, lines := h3Server(t, &jsonrpc.Server{Options: jsonrpc.Options{Handler: mux}})

@@ -147,9 +147,15 @@ func waitingMux(started chan<- struct{}) *jsonrpc.Mux {
 
 // holdReader returns once reading has moved on from the handler of ctx
 // (at once for one that runs off the reader), which marks its method
-// slow: whatever the watchdog's delay, its next requests are queued.
-func holdReader(ctx context.Context) {
-	for i := 0; i < 10000 && jsonrpc.HoldsReader(ctx); i++ {
+// slow: whatever the watchdog's delay, its next requests are queued. If
+// reading has not moved on within 10 s, it fails t and returns.
+func holdReader(t testing.TB, ctx context.Context) {
+	deadline := time.Now().Add(10 * time.Second)
+	for jsonrpc.HoldsReader(ctx) {
+		if time.Now().After(deadline) {
+			t.Errorf("reading did not move on from the handler in 10 s")
+			return
+		}
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -396,7 +396,7 @@ func newNotesRig(t *testing.T, o jsonrpc.Options) *notesRig {
 	}))
 	mux.Handle("gate", jsonrpc.Func(func(ctx context.Context, p [1]int) (any, error) {
 		if p[0] == 0 {
-			holdReader(ctx) // the method counts as slow from then on
+			holdReader(r.t, ctx) // the method counts as slow from then on
 		} else {
 			<-r.release
 		}

@@ -106,10 +106,10 @@ func holdsNotification(rs *readState, line []byte, maxBatch int) bool {
 	kind, rs.batch = scanLine(line, &rs.env, rs.batch, maxBatch)
 	switch kind {
 	case lineObject:
-		return rs.env.method != nil && rs.env.id == nil
+		return rs.env.notification()
 	case lineBatch:
 		for i := range rs.batch {
-			if e := &rs.batch[i]; e.method != nil && e.id == nil {
+			if rs.batch[i].notification() {
 				return true
 			}
 		}
