@@ -93,6 +93,30 @@ func fuzzStream(t *testing.T, raw []byte) (items []json.RawMessage) {
 	return items
 }
 
+// fuzzBatch sends a batch of two calls (ids 1 and 2) through an
+// HTTPClient that gets raw as its response, and returns their results.
+func fuzzBatch(t *testing.T, raw []byte) (results [2]json.RawMessage) {
+	t.Helper()
+	c := &jsonrpc.HTTPClient{
+		URL:            "http://fuzz.invalid/rpc",
+		HTTP:           &http.Client{Transport: rawResponse(raw)},
+		MaxMessageSize: fuzzClientLimit,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Batch(context.Background(),
+			&jsonrpc.BatchCall{Method: "a", Result: &results[0]},
+			&jsonrpc.BatchCall{Method: "b", Result: &results[1]})
+	}()
+	select {
+	case <-done:
+	case <-time.After(fuzzHang):
+		t.Fatalf("Batch with response %q did not return within %v", raw, fuzzHang)
+	}
+	return results
+}
+
 // compactJSON returns valid JSON compacted, for comparisons.
 func compactJSON(t *testing.T, v []byte) string {
 	t.Helper()
@@ -151,11 +175,11 @@ func judgePlain(raw []byte) plainVerdict {
 	return plainVerdict{sure: true, ok: true, result: m["result"]}
 }
 
-// FuzzHTTPClientResponse answers a call, and then a Stream, with
-// arbitrary bytes as its HTTP response. Call and the Stream must return,
-// without panicking, within fuzzHang; nothing they return may be over
-// their MaxMessageSize, and they may pass on no more notifications or
-// items than the response has bytes. A plain JSON answer is decoded as
+// FuzzHTTPClientResponse answers a call, a Stream and a Batch with
+// arbitrary bytes as their HTTP response. Each must return, without
+// panicking, within fuzzHang; nothing they return may be over their
+// MaxMessageSize, and they may pass on no more notifications or items
+// than the response has bytes. A plain JSON answer is decoded as
 // an independent reading of it says.
 func FuzzHTTPClientResponse(f *testing.F) {
 	answer := `{"jsonrpc":"2.0","id":1,"result":{"a":[1,"x"]}}`
@@ -178,6 +202,7 @@ func FuzzHTTPClientResponse(f *testing.F) {
 		head("200 OK", "application/json", "Content-Length: 4") + answer,
 		head("200 OK", "application/json") + `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`,
 		head("200 OK", "application/json") + `[` + answer + `]`,
+		head("200 OK", "application/json") + `[` + answer + `,{"jsonrpc":"2.0","id":2,"method":"x"},{"jsonrpc":"2.0","id":2,"result":[2]}]`,
 		head("200 OK", "application/json") + `{"jsonrpc":"2.0","id":2,"result":1}`,
 		head("200 OK", "application/json") + strings.Repeat("[", 5000),
 		head("200 OK", "text/event-stream") + ": hi\nevent: message\ndata: " + note + "\n\ndata: " + answer + "\n\n",
@@ -222,6 +247,11 @@ func FuzzHTTPClientResponse(f *testing.F) {
 		for _, item := range items {
 			if len(item) > fuzzClientLimit {
 				t.Fatalf("response %q: an item of %d bytes, over the limit", raw, len(item))
+			}
+		}
+		for _, r := range fuzzBatch(t, raw) {
+			if len(r) > fuzzClientLimit {
+				t.Fatalf("response %q: a batch result of %d bytes, over the limit", raw, len(r))
 			}
 		}
 		want := judgePlain(raw)
