@@ -39,12 +39,11 @@ func (r rawResponse) RoundTrip(req *http.Request) (*http.Response, error) {
 // fuzzClientLimit is the HTTPClient's MaxMessageSize in the fuzz targets.
 const fuzzClientLimit = 512
 
-// fuzzCall calls "m" through an HTTPClient that gets raw as its response,
-// and returns Call's result, the params of the notifications passed to
-// OnNotify, and Call's error.
-func fuzzCall(t *testing.T, raw []byte) (result json.RawMessage, notes []json.RawMessage, err error) {
-	t.Helper()
-	c := &jsonrpc.HTTPClient{
+// fuzzClient returns an HTTPClient that gets raw as the response to
+// every request, follows no redirect, and adds the params of each
+// notification passed to OnNotify to notes.
+func fuzzClient(raw []byte, notes *[]json.RawMessage) *jsonrpc.HTTPClient {
+	return &jsonrpc.HTTPClient{
 		URL: "http://fuzz.invalid/rpc",
 		HTTP: &http.Client{
 			Transport:     rawResponse(raw),
@@ -52,18 +51,36 @@ func fuzzCall(t *testing.T, raw []byte) (result json.RawMessage, notes []json.Ra
 		},
 		MaxMessageSize: fuzzClientLimit,
 		OnNotify: func(r *jsonrpc.Request) {
-			notes = append(notes, append(json.RawMessage(nil), r.Params...))
+			*notes = append(*notes, append(json.RawMessage(nil), r.Params...))
 		},
 	}
-	done := make(chan error, 1)
-	go func() { done <- c.Call(context.Background(), "m", nil, &result) }()
+}
+
+// fuzzWithin runs f, which what names, and fails t if it does not return
+// within fuzzHang of being given the response raw.
+func fuzzWithin(t *testing.T, what string, raw []byte, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
 	select {
-	case err = <-done:
+	case <-done:
 	case <-time.After(fuzzHang):
 		stacks := make([]byte, 1<<20)
 		stacks = stacks[:runtime.Stack(stacks, true)]
-		t.Fatalf("Call with response %q did not return within %v; goroutines:\n%s", raw, fuzzHang, stacks)
+		t.Fatalf("%s with response %q did not return within %v; goroutines:\n%s", what, raw, fuzzHang, stacks)
 	}
+}
+
+// fuzzCall calls "m" through an HTTPClient that gets raw as its response,
+// and returns Call's result, the params of the notifications passed to
+// OnNotify, and Call's error.
+func fuzzCall(t *testing.T, raw []byte) (result json.RawMessage, notes []json.RawMessage, err error) {
+	t.Helper()
+	c := fuzzClient(raw, &notes)
+	fuzzWithin(t, "Call", raw, func() { err = c.Call(context.Background(), "m", nil, &result) })
 	return result, notes, err
 }
 
@@ -71,25 +88,15 @@ func fuzzCall(t *testing.T, raw []byte) (result json.RawMessage, notes []json.Ra
 // raw as its response, and returns the items it yields.
 func fuzzStream(t *testing.T, raw []byte) (items []json.RawMessage) {
 	t.Helper()
-	c := &jsonrpc.HTTPClient{
-		URL:            "http://fuzz.invalid/rpc",
-		HTTP:           &http.Client{Transport: rawResponse(raw)},
-		MaxMessageSize: fuzzClientLimit,
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var notes []json.RawMessage
+	c := fuzzClient(raw, &notes)
+	fuzzWithin(t, "Stream", raw, func() {
 		for item, err := range c.Stream(context.Background(), "m", nil) {
 			if err == nil {
 				items = append(items, item)
 			}
 		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(fuzzHang):
-		t.Fatalf("Stream with response %q did not end within %v", raw, fuzzHang)
-	}
+	})
 	return items
 }
 
@@ -97,23 +104,13 @@ func fuzzStream(t *testing.T, raw []byte) (items []json.RawMessage) {
 // HTTPClient that gets raw as its response, and returns their results.
 func fuzzBatch(t *testing.T, raw []byte) (results [2]json.RawMessage) {
 	t.Helper()
-	c := &jsonrpc.HTTPClient{
-		URL:            "http://fuzz.invalid/rpc",
-		HTTP:           &http.Client{Transport: rawResponse(raw)},
-		MaxMessageSize: fuzzClientLimit,
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	var notes []json.RawMessage
+	c := fuzzClient(raw, &notes)
+	fuzzWithin(t, "Batch", raw, func() {
 		_ = c.Batch(context.Background(),
 			&jsonrpc.BatchCall{Method: "a", Result: &results[0]},
 			&jsonrpc.BatchCall{Method: "b", Result: &results[1]})
-	}()
-	select {
-	case <-done:
-	case <-time.After(fuzzHang):
-		t.Fatalf("Batch with response %q did not return within %v", raw, fuzzHang)
-	}
+	})
 	return results
 }
 
