@@ -57,7 +57,8 @@ func (w *lineWatch) waitLines(n int, d time.Duration) bool {
 // FuzzConnPeer has a Conn, the client end of a two-way connection, make a
 // call (id 1), a stream (id 2) and a batch of two calls (ids 3 and 4),
 // and then read arbitrary input from its peer: answers, items, cancels,
-// requests and notifications for it, or anything else. Each of the calls
+// requests and notifications for it, or anything else, under a
+// MaxMessageSize that limit picks. Each of the calls
 // must end, without panicking, within fuzzHang of the input's end, and
 // Close too; nothing they give back may be longer than the input, nor may
 // more items or notifications be passed on than it has lines.
@@ -80,9 +81,10 @@ func FuzzConnPeer(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"$/stream","params":{"id":2,"id":2,"item":1}}`,
 		"\xff\xfe\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\xff\"}",
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(1))
 	}
-	f.Fuzz(func(t *testing.T, input []byte) {
+	f.Fuzz(func(t *testing.T, input []byte, limit uint8) {
 		mux := new(jsonrpc.Mux)
 		mux.Handle("echo", jsonrpc.RawHandlerFunc(func(_ context.Context, req *jsonrpc.Request) (json.RawMessage, error) {
 			return req.Params, nil
@@ -94,8 +96,11 @@ func FuzzConnPeer(f *testing.F) {
 		pr, pw := io.Pipe()
 		out := newLineWatch()
 		c := jsonrpc.NewConn(pr, out, &jsonrpc.Options{
-			Handler:   mux,
-			StopGrace: 100 * time.Millisecond,
+			Handler: mux,
+			// Zero, or a limit that most messages pass, so that the
+			// heads of those too large to read are read for their ids.
+			MaxMessageSize: []int{0, 48, 96, 200}[limit%4],
+			StopGrace:      100 * time.Millisecond,
 			OnNotify: func(r *jsonrpc.Request) {
 				mu.Lock()
 				notes++
