@@ -204,13 +204,24 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 // again reports whether a call of method, or a notification if call is
 // false, that failed with err on c is to be made again on a new
 // connection: if it surely did not run, or if it is a call that Retry
-// allows. A peer that answers [ErrNotRun] is stopping: c is let go, shut
-// down gracefully, and the call is made on a new connection. A call that
-// failed with an error wrapping [ErrClosed] lets c go too, even before c
-// is done (its peer has ended, while a handler of ours still runs): the
-// next call takes a new connection rather than fail again at once on this
-// one.
+// allows. A peer that answers [ErrNotRun] is stopping: the call is made on
+// a new connection. Either way, observe has let c go.
 func (r *Redialer) again(c *Conn, method string, call bool, err error) bool {
+	if !r.observe(c, call, err) {
+		return false
+	}
+	return errors.Is(err, ErrNotRun) || !MayHaveRun(err) || (call && r.Retry != nil && r.Retry(method))
+}
+
+// observe notes what err, the outcome of a call on c (a notification if
+// call is false), shows of c, and reports whether c failed it. An answer
+// (a result, or an error from the peer) shows that c works. A peer that
+// answers [ErrNotRun] is stopping: c is let go, shut down gracefully. An
+// error wrapping [ErrClosed] lets c go too, even before c is done (its
+// peer has ended, while a handler of ours still runs): the next call
+// takes a new connection rather than fail again at once on this one. The
+// end of the call's own context shows nothing.
+func (r *Redialer) observe(c *Conn, call bool, err error) bool {
 	switch {
 	case err == nil:
 		if call {
@@ -222,12 +233,14 @@ func (r *Redialer) again(c *Conn, method string, call bool, err error) bool {
 	case errors.Is(err, ErrNotRun):
 		r.retire(c, true)
 		return true
-	case !errors.Is(err, ErrClosed):
-		r.answered() // the connection works: the peer answered
+	case errors.Is(err, ErrClosed):
+		r.retire(c, false)
+		return true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
 	}
-	r.retire(c, false)
-	return !MayHaveRun(err) || (call && r.Retry != nil && r.Retry(method))
+	r.answered() // the connection works: the peer answered
+	return false
 }
 
 // answered notes that a call was answered: the next connection let go is
@@ -321,18 +334,30 @@ func (r *Redialer) send(ctx context.Context, method string, call bool, attempt f
 
 // Batch sends calls on the current connection, as [Conn.Batch] does. A
 // batch is not made again: if its connection breaks, the calls without an
-// answer fail with errors wrapping [ErrClosed].
+// answer fail with errors wrapping [ErrClosed], and the next call takes a
+// new connection. Its answers count as calls answered, for the waits
+// between connections let go one after another (see [Redialer]).
 func (r *Redialer) Batch(ctx context.Context, calls ...*BatchCall) error {
 	c, err := r.connFor(ctx)
 	if err != nil {
 		return err
 	}
-	return c.Batch(ctx, calls...)
+	err = c.Batch(ctx, calls...)
+	for _, bc := range calls {
+		if !bc.Notify {
+			r.observe(c, true, bc.Err)
+		}
+	}
+	if err != nil {
+		r.observe(c, false, err)
+	}
+	return err
 }
 
 // Stream calls a streaming method on the current connection, as
 // [Conn.Stream] does. A stream is not made again: if its connection
-// breaks, its last pair carries an error wrapping [ErrClosed].
+// breaks, its last pair carries an error wrapping [ErrClosed], and the
+// next call takes a new connection. Its answer counts as a call answered.
 func (r *Redialer) Stream(ctx context.Context, method string, params any) iter.Seq2[json.RawMessage, error] {
 	return func(yield func(json.RawMessage, error) bool) {
 		c, err := r.connFor(ctx)
@@ -340,11 +365,14 @@ func (r *Redialer) Stream(ctx context.Context, method string, params any) iter.S
 			yield(nil, err)
 			return
 		}
+		var last error
 		for item, err := range c.Stream(ctx, method, params) {
+			last = err
 			if !yield(item, err) {
 				return
 			}
 		}
+		r.observe(c, true, last)
 	}
 }
 

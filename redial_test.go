@@ -234,6 +234,133 @@ func TestRedialerStreamBreaks(t *testing.T) {
 	})
 }
 
+// A Batch goes on the current connection, and on a new one once that
+// broke, dialled at once since its answers count as calls answered; a
+// batch whose connection breaks while it waits is not made again: its
+// calls without an answer fail with errors wrapping ErrClosed.
+func TestRedialerBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		var held atomic.Int32
+		release := make(chan struct{})
+		b.mux.Handle("hold", jsonrpc.Func(func(ctx context.Context, _ struct{}) (int, error) {
+			held.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return 0, nil
+		}))
+		r := &jsonrpc.Redialer{Dial: b.dial}
+		defer r.Close()
+
+		for round := range 2 {
+			var x, y int
+			calls := []*jsonrpc.BatchCall{
+				{Method: "add", Params: [2]int{round, 1}, Result: &x},
+				{Method: "add", Params: [2]int{round, 2}, Result: &y},
+			}
+			require.NoError(t, r.Batch(t.Context(), calls...), "round %d", round)
+			require.NoError(t, calls[0].Err)
+			require.NoError(t, calls[1].Err)
+			assert.Equal(t, [2]int{round + 1, round + 2}, [2]int{x, y}, "round %d", round)
+			b.breakAll()
+			synctest.Wait() // the connection sees its end
+		}
+		assert.Equal(t, int32(2), b.dials.Load(), "one connection per round")
+
+		calls := []*jsonrpc.BatchCall{
+			{Method: "add", Params: [2]int{2, 2}},
+			{Method: "hold"},
+		}
+		done := make(chan error, 1)
+		go func() { done <- r.Batch(t.Context(), calls...) }()
+		synctest.Wait() // the batch is served, but for hold
+		// The third connection is dialled at once: the batches answered
+		// on the first two count as calls answered, so that letting them
+		// go is no sign of a peer that accepts and serves nothing.
+		require.Equal(t, int32(1), held.Load(), "the batch is served without a backoff first")
+		b.breakAll()
+		err := <-done
+		close(release)
+		synctest.Wait()
+		assert.Equal(t, int32(1), held.Load(), "the batch was not made again")
+		assert.Equal(t, int32(3), b.dials.Load(), "no dial for the batch")
+		if assert.Error(t, err) {
+			assert.ErrorIs(t, err, jsonrpc.ErrClosed)
+		}
+		// A batch is answered in one array, once every entry is done: the
+		// break left both calls without an answer.
+		for i, bc := range calls {
+			assert.ErrorIs(t, bc.Err, jsonrpc.ErrClosed, "call %d", i)
+			assert.True(t, jsonrpc.MayHaveRun(bc.Err), "call %d was sent, and may have run", i)
+		}
+	})
+}
+
+// A Stream answered counts as a call answered too: after streams on
+// connections let go one after another, the next connection is dialled
+// at once.
+func TestRedialerStreamAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		b.mux.Handle("two", jsonrpc.Stream(func(context.Context, struct{}) iter.Seq2[int, error] {
+			return func(yield func(int, error) bool) {
+				_ = yield(1, nil) && yield(2, nil)
+			}
+		}))
+		r := &jsonrpc.Redialer{Dial: b.dial}
+		defer r.Close()
+		start := time.Now()
+		for round := range 3 {
+			var items []string
+			for item, err := range r.Stream(t.Context(), "two", nil) {
+				require.NoError(t, err, "round %d", round)
+				items = append(items, string(item))
+			}
+			assert.Equal(t, []string{"1", "2"}, items, "round %d", round)
+			b.breakAll()
+			synctest.Wait() // the connection sees its end
+		}
+		assert.Equal(t, int32(3), b.dials.Load())
+		assert.Zero(t, time.Since(start), "no wait between the connections")
+	})
+}
+
+// A call whose own context ends shows nothing of its connection: it is
+// no answer, and connections let go one after another with only such
+// calls between them are dialled again after a wait.
+func TestRedialerTimeoutIsNoAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend()
+		defer b.close()
+		b.mux.Handle("hang", jsonrpc.Func(func(ctx context.Context, _ struct{}) (int, error) {
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}))
+		r := &jsonrpc.Redialer{Dial: b.dial, MinBackoff: 100 * time.Millisecond}
+		defer r.Close()
+		for round := range 2 {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+			err := r.Call(ctx, "hang", nil, nil)
+			cancel()
+			require.ErrorIs(t, err, context.DeadlineExceeded, "round %d", round)
+			b.breakAll()
+			synctest.Wait() // the connection sees its end
+		}
+		// The third connection, the second let go in a row, comes after
+		// a wait of 50-100 ms.
+		start := time.Now()
+		var sum int
+		require.NoError(t, r.Call(t.Context(), "add", [2]int{1, 2}, &sum))
+		assert.Equal(t, 3, sum)
+		assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+		assert.Equal(t, int32(3), b.dials.Load())
+	})
+}
+
 func TestRedialerClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend()
