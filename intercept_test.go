@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,44 +226,6 @@ func TestInterceptorHandlerCall(t *testing.T) {
 	require.Len(t, records, 1)
 	assert.Equal(t, "add", records[0].method)
 	assert.Equal(t, "4", records[0].result)
-}
-
-// TestInterceptorHandlerBatchCallsBack: a handler's Batch to the peer,
-// through interceptors, gives up the handler's slot while it waits, as a
-// Call does, so that the peer's handler can call back into this side with
-// MaxInFlight 1: outer (a) -> batch of middle (b) -> inner (a).
-func TestInterceptorHandlerBatchCallsBack(t *testing.T) {
-	checkLeaks(t)
-	rec := new(recorder)
-	aMux := new(jsonrpc.Mux)
-	aMux.Handle("outer", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
-		var s string
-		call := &jsonrpc.BatchCall{Method: "middle", Params: [1]int{7}, Result: &s}
-		if err := jsonrpc.Peer(ctx).Batch(ctx, call); err != nil {
-			return "", err
-		}
-		return "outer(" + s + ")", call.Err
-	}))
-	aMux.Handle("inner", jsonrpc.Func(func(_ context.Context, p [1]int) (string, error) {
-		return "inner" + strconv.Itoa(p[0]), nil
-	}))
-	bMux := new(jsonrpc.Mux)
-	bMux.Handle("middle", jsonrpc.Func(func(ctx context.Context, p [1]int) (string, error) {
-		var s string
-		err := jsonrpc.Peer(ctx).Call(ctx, "inner", p, &s)
-		return "middle(" + s + ")", err
-	}))
-	_, b := twConnPair(t,
-		&jsonrpc.Options{Handler: aMux, MaxInFlight: 1, Interceptors: []jsonrpc.Interceptor{rec.intercept}},
-		&jsonrpc.Options{Handler: bMux})
-	ctx, cancel := context.WithTimeout(t.Context(), twGuard)
-	defer cancel()
-	var got string
-	require.NoError(t, b.Call(ctx, "outer", nil, &got))
-	assert.Equal(t, "outer(middle(inner7))", got)
-	records := rec.take()
-	require.Len(t, records, 1, "the batch's call passed through the interceptor")
-	assert.Equal(t, "middle", records[0].method)
 }
 
 func TestInterceptorRewritesParams(t *testing.T) {

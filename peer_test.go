@@ -8,10 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -510,5 +512,71 @@ func serveNonReader(t *testing.T, h jsonrpc.Handler) (*jsonrpc.Conn, func(line s
 	})
 	return c, func(line string) {
 		go func() { _, _ = inW.Write([]byte(line + "\n")) }() // a pipe's Write waits for the read
+	}
+}
+
+// TestPeerWaitGivesUpSlot: a handler that waits for the peer, through
+// Peer(ctx)'s Call, Batch or Stream, with the connection's interceptors or
+// without, gives up its slot meanwhile, so that the peer's handler can
+// call back into this side under MaxInFlight 1: outer (a) -> middle (b)
+// -> inner (a). Without the slot given up, the call back waits to the
+// guard.
+func TestPeerWaitGivesUpSlot(t *testing.T) {
+	for _, how := range []string{"call", "batch", "stream"} {
+		for _, intercepted := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/intercepted=%v", how, intercepted), func(t *testing.T) {
+				checkLeaks(t)
+				rec := new(recorder)
+				aMux := new(jsonrpc.Mux)
+				aMux.Handle("outer", jsonrpc.Func(func(ctx context.Context, _ struct{}) (string, error) {
+					var s string
+					var err error
+					switch how {
+					case "call":
+						err = jsonrpc.Peer(ctx).Call(ctx, "middle", [1]int{7}, &s)
+					case "batch":
+						call := &jsonrpc.BatchCall{Method: "middle", Params: [1]int{7}, Result: &s}
+						if err = jsonrpc.Peer(ctx).Batch(ctx, call); err == nil {
+							err = call.Err
+						}
+					case "stream":
+						for item, ierr := range jsonrpc.Peer(ctx).Stream(ctx, "middles", [1]int{7}) {
+							if err = ierr; err == nil {
+								err = json.Unmarshal(item, &s)
+							}
+						}
+					}
+					return "outer(" + s + ")", err
+				}))
+				aMux.Handle("inner", jsonrpc.Func(func(_ context.Context, p [1]int) (string, error) {
+					return "inner" + strconv.Itoa(p[0]), nil
+				}))
+				middle := func(ctx context.Context, p [1]int) (string, error) {
+					var s string
+					err := jsonrpc.Peer(ctx).Call(ctx, "inner", p, &s)
+					return "middle(" + s + ")", err
+				}
+				bMux := new(jsonrpc.Mux)
+				bMux.Handle("middle", jsonrpc.Func(middle))
+				bMux.Handle("middles", jsonrpc.Stream(func(ctx context.Context, p [1]int) iter.Seq2[string, error] {
+					return func(yield func(string, error) bool) {
+						yield(middle(ctx, p))
+					}
+				}))
+				aOpts := &jsonrpc.Options{Handler: aMux, MaxInFlight: 1}
+				if intercepted {
+					aOpts.Interceptors = []jsonrpc.Interceptor{rec.intercept}
+				}
+				_, b := twConnPair(t, aOpts, &jsonrpc.Options{Handler: bMux})
+				ctx, cancel := context.WithTimeout(t.Context(), twGuard)
+				defer cancel()
+				var got string
+				require.NoError(t, b.Call(ctx, "outer", nil, &got))
+				assert.Equal(t, "outer(middle(inner7))", got)
+				if intercepted {
+					assert.Len(t, rec.take(), 1, "outer's call to the peer passed through the interceptor")
+				}
+			})
+		}
 	}
 }
