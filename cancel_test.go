@@ -97,6 +97,7 @@ func TestCancelVisible(t *testing.T) {
 	assert.Equal(t, "user pressed stop", ce.Reason())
 	assert.Equal(t, `"w"`, ce.ID.String())
 	assert.JSONEq(t, `{"requestId":"w","reason":"user pressed stop"}`, string(ce.Params))
+	assert.Equal(t, `jsonrpc: request "w" cancelled by the peer: user pressed stop`, ce.Error())
 	assert.Equal(t, cancelSeen{`"w"`, "notifications/cancelled", "user pressed stop", 1, 0}, next("the running request"))
 
 	// A queued request behind a blocked one (MaxInFlight 1): it never
