@@ -460,6 +460,10 @@ func checkWrittenAsEncodingJSON(t *testing.T, v any, es *encoders) {
 			t.Fatalf("%v (HTML escapes %v): %#v\ndirect:        %q\nencoding/json: %q, %v", reflect.TypeOf(v), html, v, got, want, err)
 		}
 	}
+	if raw, ok := v.(json.RawMessage); ok {
+		checkRawPassesThrough(t, raw, es)
+		return
+	}
 	want, werr := encodingJSON(v, false)
 	got, e, err := es.encode(v)
 	if (err != nil) != (werr != nil) || err == nil && string(got) != want {
@@ -482,6 +486,45 @@ func checkWrittenAsEncodingJSON(t *testing.T, v any, es *encoders) {
 	}
 	if (err != nil) != wantErr || !bytes.Equal(params, wantParams) || (params == nil) != (wantParams == nil) {
 		t.Fatalf("%v as params: %#v\ngot  %q, %v\nwant %q, %v", reflect.TypeOf(v), v, params, err, wantParams, merr)
+	}
+}
+
+// checkRawPassesThrough checks that raw, a json.RawMessage given as a
+// result or as params, is written as it is once checked, where
+// encoding/json would compact it: only a newline in it is taken out (for
+// the framing), as encodeValue says. Params must be null, an object or an
+// array.
+func checkRawPassesThrough(t *testing.T, raw json.RawMessage, es *encoders) {
+	t.Helper()
+	valid := raw == nil || json.Valid(raw)
+	got, e, err := es.encode(raw)
+	want := string(raw)
+	if raw == nil {
+		want = "null"
+	} else if bytes.IndexByte(raw, '\n') >= 0 {
+		var b bytes.Buffer
+		_ = json.Compact(&b, raw)
+		want = b.String()
+	}
+	if (err == nil) != valid || err == nil && string(got) != want {
+		t.Fatalf("json.RawMessage %q as a result: got %q, %v; want %q", raw, got, err, want)
+	}
+	if e != nil {
+		es.put(e)
+	}
+	params, err := encodeParams(raw)
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	var wantParams []byte
+	wantErr := !valid
+	switch {
+	case !valid, len(trimmed) == 0 || trimmed[0] == 'n':
+	case trimmed[0] == '{' || trimmed[0] == '[':
+		wantParams = []byte(want)
+	default:
+		wantErr = true // params must be an object or an array
+	}
+	if (err != nil) != wantErr || !bytes.Equal(params, wantParams) {
+		t.Fatalf("json.RawMessage %q as params: got %q, %v; want %q", raw, params, err, wantParams)
 	}
 }
 
