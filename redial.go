@@ -335,11 +335,20 @@ func (r *Redialer) send(ctx context.Context, method string, call bool, attempt f
 // Batch sends calls on the current connection, as [Conn.Batch] does. A
 // batch is not made again: if its connection breaks, the calls without an
 // answer fail with errors wrapping [ErrClosed], and the next call takes a
-// new connection. Its answers count as calls answered, for the waits
+// new connection. If no connection comes before ctx ends, or the
+// Redialer is closed, Batch returns why, and so does each call's Err
+// (nothing was sent). Its answers count as calls answered, for the waits
 // between connections let go one after another (see [Redialer]).
 func (r *Redialer) Batch(ctx context.Context, calls ...*BatchCall) error {
 	c, err := r.connFor(ctx)
 	if err != nil {
+		// No connection: nothing was sent, and each call says so too, as
+		// on a connection that has ended.
+		for _, bc := range calls {
+			if !bc.Notify {
+				bc.Err = err
+			}
+		}
 		return err
 	}
 	err = c.Batch(ctx, calls...)

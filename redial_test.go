@@ -296,6 +296,24 @@ func TestRedialerBatch(t *testing.T) {
 			assert.ErrorIs(t, bc.Err, jsonrpc.ErrClosed, "call %d", i)
 			assert.True(t, jsonrpc.MayHaveRun(bc.Err), "call %d was sent, and may have run", i)
 		}
+
+		// With no connection to be had, each call says so, unsent, as
+		// Conn.Batch's calls do on a connection that has ended.
+		b.fail.Store(1000)
+		b.breakAll()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		calls = []*jsonrpc.BatchCall{{Method: "add", Params: [2]int{1, 1}}, {Method: "add", Notify: true}}
+		err = r.Batch(ctx, calls...)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, calls[0].Err, context.DeadlineExceeded)
+		assert.False(t, jsonrpc.MayHaveRun(calls[0].Err), "never sent")
+		assert.NoError(t, calls[1].Err, "a notification has no outcome")
+		require.NoError(t, r.Close())
+		calls[0].Err = nil
+		assert.ErrorIs(t, r.Batch(t.Context(), calls...), jsonrpc.ErrClosed)
+		assert.ErrorIs(t, calls[0].Err, jsonrpc.ErrClosed, "after Close")
 	})
 }
 
