@@ -204,8 +204,8 @@ func (r *Redialer) dialLoop(ctx context.Context) *Conn {
 // again reports whether a call of method, or a notification if call is
 // false, that failed with err on c is to be made again on a new
 // connection: if it surely did not run, or if it is a call that Retry
-// allows. A peer that answers [ErrNotRun] is stopping: the call is made on
-// a new connection. Either way, observe has let c go.
+// allows, or if the peer answered [ErrNotRun] (it is stopping). Whenever
+// it reports true, observe has let c go.
 func (r *Redialer) again(c *Conn, method string, call bool, err error) bool {
 	if !r.observe(c, call, err) {
 		return false
