@@ -5,54 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ndjsonrpc/jsonrpc"
 )
-
-// lineWatch is an io.Writer that counts the lines written to it, so that a
-// test can wait until a call is on the wire and so knows its id.
-type lineWatch struct {
-	mu    sync.Mutex
-	cond  sync.Cond
-	lines int
-}
-
-func newLineWatch() *lineWatch {
-	w := new(lineWatch)
-	w.cond.L = &w.mu
-	return w
-}
-
-func (w *lineWatch) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.lines += bytes.Count(p, []byte("\n"))
-	w.cond.Broadcast()
-	w.mu.Unlock()
-	return len(p), nil
-}
-
-// waitLines waits until n lines have been written, or d has passed, and
-// reports which.
-func (w *lineWatch) waitLines(n int, d time.Duration) bool {
-	timer := time.AfterFunc(d, func() {
-		w.mu.Lock()
-		w.cond.Broadcast()
-		w.mu.Unlock()
-	})
-	defer timer.Stop()
-	deadline := time.Now().Add(d)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for w.lines < n && time.Now().Before(deadline) {
-		w.cond.Wait()
-	}
-	return w.lines >= n
-}
 
 // FuzzConnPeer has a Conn, the client end of a two-way connection, make a
 // call (id 1), a stream (id 2) and a batch of two calls (ids 3 and 4),
@@ -93,9 +51,7 @@ func FuzzConnPeer(f *testing.F) {
 			mu              sync.Mutex
 			notes, unknowns int
 		)
-		pr, pw := io.Pipe()
-		out := newLineWatch()
-		c := jsonrpc.NewConn(pr, out, &jsonrpc.Options{
+		c, peer := newRawPeer(t, &jsonrpc.Options{
 			Handler: mux,
 			// Zero, or a limit that most messages pass, so that the
 			// heads of those too large to read are read for their ids.
@@ -120,8 +76,10 @@ func FuzzConnPeer(f *testing.F) {
 			batch1, batch2    json.RawMessage
 			callErr, batchErr error
 		)
+		// Each is started once the one before is on the wire, so that
+		// the ids are 1, 2, and 3 and 4.
 		wg.Go(func() { callErr = c.Call(ctx, "call", nil, &result) })
-		ready := out.waitLines(1, fuzzHang)
+		peer.next(t)
 		wg.Go(func() {
 			for item, err := range c.Stream(ctx, "stream", nil) {
 				if err == nil {
@@ -129,31 +87,31 @@ func FuzzConnPeer(f *testing.F) {
 				}
 			}
 		})
-		ready = ready && out.waitLines(2, fuzzHang)
+		peer.next(t)
 		b1 := &jsonrpc.BatchCall{Method: "one", Result: &batch1}
 		b2 := &jsonrpc.BatchCall{Method: "two", Result: &batch2}
 		wg.Go(func() { batchErr = c.Batch(ctx, b1, b2) })
-		ready = ready && out.waitLines(3, fuzzHang)
-		if !ready {
-			t.Fatalf("the calls were not written within %v", fuzzHang)
-		}
+		peer.next(t)
+		// The answers to the input are not looked at, however many.
+		drained := make(chan struct{})
+		defer close(drained)
 		go func() {
-			_, _ = pw.Write(input)
-			_ = pw.Close()
+			for {
+				select {
+				case <-peer.lines:
+				case <-drained:
+					return
+				}
+			}
 		}()
-		done := make(chan struct{})
 		go func() {
+			_, _ = peer.w.Write(input)
+			_ = peer.w.Close()
+		}()
+		fuzzWithin(t, "the calls and Close", input, func() {
 			wg.Wait()
 			_ = c.Close()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(fuzzHang):
-			stacks := make([]byte, 1<<20)
-			stacks = stacks[:runtime.Stack(stacks, true)]
-			t.Fatalf("input %q: the calls and Close did not end within %v; goroutines:\n%s", input, fuzzHang, stacks)
-		}
+		})
 		lines := bytes.Count(input, []byte("\n")) + 1
 		for name, v := range map[string]json.RawMessage{"Call's result": result, "a batch result": batch1, "the other batch result": batch2} {
 			if len(v) > len(input) {

@@ -57,7 +57,8 @@ func fuzzClient(raw []byte, notes *[]json.RawMessage) *jsonrpc.HTTPClient {
 }
 
 // fuzzWithin runs f, which what names, and fails t if it does not return
-// within fuzzHang of being given the response raw.
+// within fuzzHang of being given the input raw (an HTTP response, or what
+// a peer sends).
 func fuzzWithin(t *testing.T, what string, raw []byte, f func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -70,7 +71,7 @@ func fuzzWithin(t *testing.T, what string, raw []byte, f func()) {
 	case <-time.After(fuzzHang):
 		stacks := make([]byte, 1<<20)
 		stacks = stacks[:runtime.Stack(stacks, true)]
-		t.Fatalf("%s with response %q did not return within %v; goroutines:\n%s", what, raw, fuzzHang, stacks)
+		t.Fatalf("%s, given %q, did not return within %v; goroutines:\n%s", what, raw, fuzzHang, stacks)
 	}
 }
 
